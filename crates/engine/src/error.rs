@@ -1,0 +1,72 @@
+//! The one error type of the engine.
+//!
+//! Operating errors carry context (file, page, limit) so the message alone tells a user what
+//! went wrong and what the valid range is; bugs panic instead of becoming errors.
+
+use std::path::PathBuf;
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{op} of {file} failed: {source}")]
+    Io {
+        file: String,
+        op: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("corrupted page {page} in {file}: {reason}")]
+    CorruptPage {
+        file: String,
+        page: u32,
+        reason: String,
+    },
+    #[error("{path}: {reason}")]
+    BadDatabase { path: PathBuf, reason: String },
+    #[error("unknown option `{name}`; known options: {known}")]
+    UnknownOption { name: String, known: String },
+    #[error("option `{name}` = `{value}` is invalid: {expected}")]
+    InvalidOption {
+        name: String,
+        value: String,
+        expected: String,
+    },
+    #[error("key of {len} bytes is over the limit of {max} bytes for page_size {page_size}")]
+    KeyTooLarge {
+        len: usize,
+        max: usize,
+        page_size: usize,
+    },
+    #[error("value of {len} bytes is over the limit of {max} bytes")]
+    ValueTooLarge { len: usize, max: usize },
+    #[error("table `{0}` does not exist")]
+    TableNotFound(String),
+    #[error("table `{0}` already exists")]
+    TableExists(String),
+    #[error("invalid table name `{name}`: {reason}")]
+    InvalidTableName { name: String, reason: String },
+    #[error("the database file is full: {0}")]
+    SpaceExhausted(String),
+    #[error("the engine refuses writes after an earlier failure: {0}")]
+    Poisoned(String),
+    #[error("transaction is no longer usable: {0}")]
+    TransactionClosed(&'static str),
+}
+
+impl Error {
+    pub fn io(file: impl Into<String>, op: &'static str, source: std::io::Error) -> Self {
+        Error::Io {
+            file: file.into(),
+            op,
+            source,
+        }
+    }
+    pub fn corrupt(file: impl Into<String>, page: u32, reason: impl Into<String>) -> Self {
+        Error::CorruptPage {
+            file: file.into(),
+            page,
+            reason: reason.into(),
+        }
+    }
+}

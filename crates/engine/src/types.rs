@@ -1,0 +1,41 @@
+//! Newtypes shared by every layer: page numbers, LSNs, frame and table ids.
+//!
+//! Kept tiny and dependency-free so the lowest layers can use them.
+
+use std::fmt;
+
+/// A page number within the data file. Page 0 is the file header.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Default)]
+pub struct PageId(pub u32);
+
+impl PageId {
+    /// The "no page" marker stored in sibling and chain fields.
+    pub const NONE: PageId = PageId(u32::MAX);
+    pub fn is_none(self) -> bool {
+        self == Self::NONE
+    }
+}
+
+impl fmt::Display for PageId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// Log sequence number: a byte position in the (future) redo stream.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Default)]
+pub struct Lsn(pub u64);
+
+impl fmt::Display for Lsn {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// Index of a frame in the buffer pool (global across instances).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub struct FrameId(pub u32);
+
+/// Identifier of a table (one B+tree). 0 is the catalog itself.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub struct TableId(pub u32);
