@@ -18,6 +18,7 @@
 pub mod error;
 pub mod io;
 pub mod options;
+pub mod page;
 pub mod types;
 
 pub use error::{Error, Result};
