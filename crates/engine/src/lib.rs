@@ -19,6 +19,11 @@ pub mod error;
 pub mod io;
 pub mod options;
 pub mod page;
+pub mod btree;
+pub mod buffer;
+pub mod catalog;
+pub mod mtr;
+pub mod space;
 pub mod types;
 
 pub use error::{Error, Result};

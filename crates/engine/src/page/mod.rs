@@ -172,6 +172,11 @@ pub fn init(b: &mut [u8], page_no: PageId, ty: PageType, owner: u32) {
     hdr::set_lsn(b, lsn);
 }
 
+/// Rewrites the page number (a page image copied to another page, as in root growth).
+pub fn set_page_no(b: &mut [u8], pid: PageId) {
+    wr_u32(b, OFF_PAGE_NO, pid.0);
+}
+
 fn compute_checksum(b: &[u8]) -> u32 {
     crc32c::crc32c(&b[OFF_PAGE_NO..])
 }
