@@ -22,9 +22,14 @@ pub mod page;
 pub mod btree;
 pub mod buffer;
 pub mod catalog;
+pub mod check;
+pub mod db;
 pub mod mtr;
 pub mod space;
+pub mod txn;
 pub mod types;
 
 pub use error::{Error, Result};
+pub use db::{check_dir, Database, Status, Table};
 pub use options::Options;
+pub use txn::transaction::{Scan, Transaction};

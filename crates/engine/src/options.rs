@@ -23,3 +23,9 @@ impl Default for Options {
         }
     }
 }
+
+impl Options {
+    pub fn validate(&self) -> crate::Result<()> {
+        Ok(())
+    }
+}

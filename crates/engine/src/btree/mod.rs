@@ -23,6 +23,11 @@ mod scan;
 
 pub use scan::ScanBatch;
 
+/// Overflow pages needed for a value of `len` bytes.
+pub fn overflow_pages_for(page_size: usize, len: usize) -> usize {
+    overflow::pages_for(page_size, len)
+}
+
 use crate::buffer::BufferPool;
 use crate::error::{Error, Result};
 use crate::page::{hdr, node, PageType};

@@ -30,7 +30,7 @@ const O_DIRECT_FLAG: i32 = 0;
 
 /// Counters of completed I/O, for metrics. `syncs` counts fsync/fdatasync calls actually issued
 /// (a sync that `flush_method` makes a no-op is not counted). Failed calls are not counted.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct IoStats {
     pub reads: u64,
     pub read_bytes: u64,
@@ -223,6 +223,10 @@ impl Storage for FileStorage {
         dir.sync_all().map_err(|e| Error::io(name, "sync_dir", e))?;
         self.stats.sync();
         Ok(())
+    }
+
+    fn io_stats(&self) -> IoStats {
+        self.stats()
     }
 
     fn describe(&self) -> String {

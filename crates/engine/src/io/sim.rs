@@ -392,6 +392,10 @@ impl Storage for SimStorage {
         Ok(())
     }
 
+    fn io_stats(&self) -> IoStats {
+        self.stats()
+    }
+
     fn describe(&self) -> String {
         self.inner.label.clone()
     }

@@ -1,0 +1,3 @@
+//! txn: transactions (private write sets applied at commit).
+
+pub mod transaction;
