@@ -17,7 +17,9 @@
 
 pub mod error;
 pub mod io;
+pub mod metrics;
 pub mod options;
+pub mod txn;
 pub mod types;
 
 pub use error::{Error, Result};
