@@ -153,7 +153,7 @@ fn pool_config(opts: &Options, page_size: usize) -> PoolConfig {
         pool_bytes: opts.buffer_pool_size,
         instances: opts.buffer_pool_instances,
         old_blocks_pct: opts.old_blocks_pct as usize,
-        old_blocks_time_ms: opts.old_blocks_time,
+        old_blocks_time_ms: opts.old_blocks_time as u64,
     }
 }
 

@@ -17,6 +17,7 @@
 
 pub mod error;
 pub mod io;
+pub mod metrics;
 pub mod options;
 pub mod page;
 pub mod btree;
