@@ -169,9 +169,13 @@ pub fn check_file(file: &dyn File) -> Result<CheckReport> {
         ..Default::default()
     };
     let mut entries = Vec::new();
-    walk_tree(&mut c, h.catalog_root, CATALOG_TABLE_ID, &mut cat, &mut |k, v| {
-        entries.push((k.to_vec(), v.to_vec()))
-    });
+    walk_tree(
+        &mut c,
+        h.catalog_root,
+        CATALOG_TABLE_ID,
+        &mut cat,
+        &mut |k, v| entries.push((k.to_vec(), v.to_vec())),
+    );
     for (k, v) in entries {
         let name = String::from_utf8_lossy(&k).to_string();
         match catalog::decode(&v) {
@@ -184,7 +188,10 @@ pub fn check_file(file: &dyn File) -> Result<CheckReport> {
                 walk_tree(&mut c, root, id, &mut t, &mut |_, _| {});
                 c.report.tables.push(t);
             }
-            None => c.problem(h.catalog_root.0, format!("catalog entry `{name}` is malformed")),
+            None => c.problem(
+                h.catalog_root.0,
+                format!("catalog entry `{name}` is malformed"),
+            ),
         }
     }
     // C6: free list
@@ -245,13 +252,19 @@ fn walk_tree(
         if !matches!(ty, Some(PageType::Leaf) | Some(PageType::Internal))
             || (ty == Some(PageType::Leaf)) != (l == 0)
         {
-            c.problem(pid.0, format!("C2 expected a B+tree page, found {ty:?} level {l}"));
+            c.problem(
+                pid.0,
+                format!("C2 expected a B+tree page, found {ty:?} level {l}"),
+            );
             continue;
         }
         if hdr::owner(&b) != owner {
             c.problem(
                 pid.0,
-                format!("C2 owner is table {}, reached from table {owner}", hdr::owner(&b)),
+                format!(
+                    "C2 owner is table {}, reached from table {owner}",
+                    hdr::owner(&b)
+                ),
             );
         }
         if let Some(e) = level {
@@ -266,7 +279,10 @@ fn walk_tree(
         for i in first_checked..n {
             let k = node::key(&b, i);
             if lo.as_deref().is_some_and(|lo| k < lo) || hi.as_deref().is_some_and(|hi| k >= hi) {
-                c.problem(pid.0, format!("C3 key at slot {i} lies outside its parent's bounds"));
+                c.problem(
+                    pid.0,
+                    format!("C3 key at slot {i} lies outside its parent's bounds"),
+                );
                 break;
             }
         }

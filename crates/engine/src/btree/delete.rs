@@ -21,8 +21,7 @@ impl Tree {
             let Ok(i) = node::search(mtr.peek(leaf), key) else {
                 return Ok(false);
             };
-            if let node::LeafValue::Overflow { len, first } = node::leaf_value(mtr.peek(leaf), i)
-            {
+            if let node::LeafValue::Overflow { len, first } = node::leaf_value(mtr.peek(leaf), i) {
                 let hs = mtr.write(HEADER_PAGE)?;
                 for s in overflow::latch_chain(&mut mtr, self.id, first, len)? {
                     space::free(&mut mtr, hs, s);
@@ -48,7 +47,11 @@ impl Tree {
         let mut pid = self.root;
         loop {
             if path.len() >= MAX_DEPTH {
-                return Err(Error::corrupt(cx.pool.file().name(), pid.0, "tree too deep"));
+                return Err(Error::corrupt(
+                    cx.pool.file().name(),
+                    pid.0,
+                    "tree too deep",
+                ));
             }
             let s = mtr.write(pid)?;
             self.check_node(cx, mtr.peek(s), pid, None)?;
@@ -67,8 +70,16 @@ impl Tree {
         }
         // Latch everything first: siblings, header, and (for a collapse) the root's last child.
         let (prev, next) = (hdr::prev(mtr.peek(leaf)), hdr::next(mtr.peek(leaf)));
-        let ps = if prev.is_none() { None } else { Some(mtr.write(prev)?) };
-        let ns = if next.is_none() { None } else { Some(mtr.write(next)?) };
+        let ps = if prev.is_none() {
+            None
+        } else {
+            Some(mtr.write(prev)?)
+        };
+        let ns = if next.is_none() {
+            None
+        } else {
+            Some(mtr.write(next)?)
+        };
         let hs = mtr.write(HEADER_PAGE)?;
         // Which levels lose their last child: the leaf, then each parent left with none.
         let mut depth = path.len() - 1;

@@ -85,7 +85,12 @@ impl Tree {
 
     /// X-latches the leaf for `key` under the shared SMO latch (S latches above it, one at a
     /// time; the root's level cannot change while the SMO latch is held shared).
-    pub(crate) fn leaf_for_write(&self, cx: &Ctx<'_>, mtr: &mut Mtr<'_>, key: &[u8]) -> Result<Slot> {
+    pub(crate) fn leaf_for_write(
+        &self,
+        cx: &Ctx<'_>,
+        mtr: &mut Mtr<'_>,
+        key: &[u8],
+    ) -> Result<Slot> {
         let mut pid = self.root;
         let mut level = {
             let g = cx.pool.read(pid)?;
@@ -103,7 +108,11 @@ impl Tree {
             pid = node::child(&g, node::child_index(&g, key));
             level -= 1;
         }
-        Err(Error::corrupt(cx.pool.file().name(), pid.0, "tree too deep"))
+        Err(Error::corrupt(
+            cx.pool.file().name(),
+            pid.0,
+            "tree too deep",
+        ))
     }
 
     fn put_optimistic(
@@ -194,7 +203,11 @@ impl Tree {
         let mut level = None;
         loop {
             if path.len() >= MAX_DEPTH {
-                return Err(Error::corrupt(cx.pool.file().name(), pid.0, "tree too deep"));
+                return Err(Error::corrupt(
+                    cx.pool.file().name(),
+                    pid.0,
+                    "tree too deep",
+                ));
             }
             let s = mtr.write(pid)?;
             self.check_node(cx, mtr.peek(s), pid, level)?;
@@ -251,7 +264,13 @@ impl Tree {
             sib,
         };
         let depth = st.path.len() - 1;
-        self.place(&mut mtr, &mut st, depth, plan.pos, Cell::Leaf { key, value: val })?;
+        self.place(
+            &mut mtr,
+            &mut st,
+            depth,
+            plan.pos,
+            Cell::Leaf { key, value: val },
+        )?;
         for s in std::mem::take(&mut st.spare) {
             space::free(&mut mtr, hs, s);
         }

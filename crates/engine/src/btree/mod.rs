@@ -95,7 +95,12 @@ impl Tree {
                     return bad("internal page without children".into());
                 }
             }
-            t => return bad(format!("expected a B+tree page of table {}, found {t:?}", self.id)),
+            t => {
+                return bad(format!(
+                    "expected a B+tree page of table {}, found {t:?}",
+                    self.id
+                ))
+            }
         }
         if hdr::owner(b) != self.id {
             return bad(format!(

@@ -49,7 +49,10 @@ pub fn read_chain(cx: &Ctx<'_>, owner: u32, first: PageId, len: usize) -> Result
         return Err(bad(
             &file,
             first,
-            format!("overflow chain holds {} bytes, the record says {len}", out.len()),
+            format!(
+                "overflow chain holds {} bytes, the record says {len}",
+                out.len()
+            ),
         ));
     }
     Ok(out)

@@ -89,7 +89,11 @@ impl Tree {
                     }
                 }
             }
-            let sib = if reverse { hdr::prev(&g) } else { hdr::next(&g) };
+            let sib = if reverse {
+                hdr::prev(&g)
+            } else {
+                hdr::next(&g)
+            };
             if sib.is_none() {
                 return Ok(ScanBatch { rows, done: true });
             }

@@ -214,10 +214,7 @@ impl BufferPool {
     }
 
     fn split_fid(&self, fid: u32) -> (usize, u32) {
-        (
-            (fid / self.per_instance) as usize,
-            fid % self.per_instance,
-        )
+        ((fid / self.per_instance) as usize, fid % self.per_instance)
     }
 
     fn now_ms(&self) -> u64 {
@@ -225,7 +222,9 @@ impl BufferPool {
     }
 
     fn unpin(&self, fid: u32) {
-        let prev = self.frames[fid as usize].pin.fetch_sub(1, Ordering::Release);
+        let prev = self.frames[fid as usize]
+            .pin
+            .fetch_sub(1, Ordering::Release);
         debug_assert!(prev > 0, "unpin of unpinned frame {fid}");
     }
 
@@ -273,7 +272,9 @@ impl BufferPool {
             let mut st = inst.state.lock();
             if let Some(&local) = st.page_table.get(&pid) {
                 let fid = inst.base + local;
-                self.frames[fid as usize].pin.fetch_add(1, Ordering::Acquire);
+                self.frames[fid as usize]
+                    .pin
+                    .fetch_add(1, Ordering::Acquire);
                 self.counters.hits.fetch_add(1, Ordering::Relaxed);
                 match st.lru.touch(local, self.now_ms()) {
                     Touch::MadeYoung => {
@@ -429,16 +430,22 @@ impl BufferPool {
             }
             if waited.is_none() {
                 waited = Some(Instant::now());
-                self.counters.free_frame_waits.fetch_add(1, Ordering::Relaxed);
+                self.counters
+                    .free_frame_waits
+                    .fetch_add(1, Ordering::Relaxed);
             }
             if let Some(local) = dirty_victim {
                 let fid = inst.base + local;
-                self.frames[fid as usize].pin.fetch_add(1, Ordering::Acquire);
+                self.frames[fid as usize]
+                    .pin
+                    .fetch_add(1, Ordering::Acquire);
                 drop(st);
                 let res = self.write_back_pinned(fid);
                 self.unpin(fid);
                 res?;
-                self.counters.eviction_writes.fetch_add(1, Ordering::Relaxed);
+                self.counters
+                    .eviction_writes
+                    .fetch_add(1, Ordering::Relaxed);
                 return Ok(None);
             }
             tries += 1;
@@ -462,7 +469,9 @@ impl BufferPool {
         {
             // pin under the mutex (B1)
             let _st = self.instances[k].state.lock();
-            self.frames[fid as usize].pin.fetch_add(1, Ordering::Acquire);
+            self.frames[fid as usize]
+                .pin
+                .fetch_add(1, Ordering::Acquire);
         }
         let r = self.write_back_pinned(fid);
         self.unpin(fid);

@@ -43,7 +43,8 @@ pub enum FlushMethod {
 }
 
 impl FlushMethod {
-    pub const NAMES: &'static [&'static str] = &["fsync", "o_dsync", "o_direct", "o_direct_no_fsync"];
+    pub const NAMES: &'static [&'static str] =
+        &["fsync", "o_dsync", "o_direct", "o_direct_no_fsync"];
 
     pub fn name(self) -> &'static str {
         match self {

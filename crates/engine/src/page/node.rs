@@ -96,13 +96,7 @@ fn cell_len_at(b: &[u8], off: usize, leaf: bool) -> usize {
         return CELL_HEADER + klen;
     }
     let w = rd_u32(b, off + 2);
-    CELL_HEADER
-        + klen
-        + if w & OVERFLOW_BIT != 0 {
-            4
-        } else {
-            w as usize
-        }
+    CELL_HEADER + klen + if w & OVERFLOW_BIT != 0 { 4 } else { w as usize }
 }
 
 fn is_leaf(b: &[u8]) -> bool {

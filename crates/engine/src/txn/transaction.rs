@@ -158,11 +158,17 @@ impl Transaction {
             match v {
                 Some(v) => {
                     t.tree.put(&cx, key, v)?;
-                    self.db.counters.rows_written.fetch_add(1, Ordering::Relaxed);
+                    self.db
+                        .counters
+                        .rows_written
+                        .fetch_add(1, Ordering::Relaxed);
                 }
                 None => {
                     if t.tree.delete(&cx, key)? {
-                        self.db.counters.rows_deleted.fetch_add(1, Ordering::Relaxed);
+                        self.db
+                            .counters
+                            .rows_deleted
+                            .fetch_add(1, Ordering::Relaxed);
                     }
                 }
             }
