@@ -35,8 +35,12 @@ impl<'a> Mtr<'a> {
         self.pool
     }
 
-    /// X-latches `pid` (reading it if needed) and holds it until commit.
+    /// X-latches `pid` (reading it if needed) and holds it until commit. A page this mtr
+    /// already holds is returned as is (latches are not re-entrant: a second latch would hang).
     pub fn write(&mut self, pid: PageId) -> Result<Slot> {
+        if let Some(s) = self.find(pid) {
+            return Ok(s);
+        }
         let g = self.pool.write(pid)?;
         Ok(self.adopt(g))
     }

@@ -128,11 +128,14 @@ impl Transaction {
             Bound::Unbounded => Bound::Excluded((t.id() + 1, Vec::new())),
             b => own(b),
         };
-        let mut ws: VecDeque<(Vec<u8>, Option<Vec<u8>>)> = self
-            .writes
-            .range((lo, hi))
-            .map(|((_, k), (_, v))| (k.clone(), v.clone()))
-            .collect();
+        let mut ws: VecDeque<(Vec<u8>, Option<Vec<u8>>)> = if range_is_empty(lower, upper) {
+            VecDeque::new()
+        } else {
+            self.writes
+                .range((lo, hi))
+                .map(|((_, k), (_, v))| (k.clone(), v.clone()))
+                .collect()
+        };
         if reverse {
             ws = ws.into_iter().rev().collect();
         }
@@ -180,6 +183,17 @@ impl Transaction {
     /// Drops the write set.
     pub fn rollback(self) {
         self.db.counters.rollbacks.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// True when no key can lie between the bounds (BTreeMap::range panics on such ranges).
+fn range_is_empty(lower: Bound<&[u8]>, upper: Bound<&[u8]>) -> bool {
+    match (lower, upper) {
+        (Bound::Included(l), Bound::Included(u)) => l > u,
+        (Bound::Included(l), Bound::Excluded(u))
+        | (Bound::Excluded(l), Bound::Included(u))
+        | (Bound::Excluded(l), Bound::Excluded(u)) => l >= u,
+        _ => false,
     }
 }
 

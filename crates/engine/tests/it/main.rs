@@ -1,1 +1,10 @@
-mod placeholder {}
+//! Integration tests of the engine through its public API. One test binary with modules
+//! (one binary per file would link the engine many times).
+
+#![allow(clippy::unwrap_used)]
+
+mod bad_input;
+mod common;
+mod concurrency;
+mod model;
+mod small_pool;

@@ -1,0 +1,60 @@
+//! A buffer pool much smaller than the data: 64 pages over 100k rows.
+
+use crate::common::*;
+use evenkeel::Database;
+use std::ops::Bound;
+use std::sync::Arc;
+
+#[test]
+fn pool_of_64_pages_over_100k_rows() {
+    let o = opts(4096, 64 * 4096);
+    let (sim, db) = sim_db(o.clone());
+    let t = db.create_table("t").unwrap();
+    let n = 100_000u64;
+    // random-ish order so every part of the tree is dirtied repeatedly
+    for chunk in 0..100u64 {
+        let mut txn = db.begin();
+        for j in 0..n / 100 {
+            let i = (j * 100 + chunk) * 48271 % n;
+            txn.put(&t, &key16(i), &val(i, 16 + (i % 100) as usize)).unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    let st = db.status();
+    assert!(st.buffer.evictions > 0 && st.buffer.pages_read > 0, "{st:?}");
+    // threads reading and writing through the tiny pool at once
+    std::thread::scope(|s| {
+        for w in 0..3u64 {
+            let (db, t) = (db.clone(), t.clone());
+            s.spawn(move || {
+                for j in 0..3_000u64 {
+                    let i = (j * 7 + w * 1_000_003) % n;
+                    let got = db.begin().get(&t, &key16(i)).unwrap();
+                    assert_eq!(got, Some(val(i, 16 + (i % 100) as usize)));
+                    if j % 10 == w {
+                        let mut txn = db.begin();
+                        txn.put(&t, &key16(i), &val(i, 16 + (i % 100) as usize)).unwrap();
+                        txn.commit().unwrap();
+                    }
+                }
+            });
+        }
+    });
+    let count = db
+        .begin()
+        .scan(&t, Bound::Unbounded, Bound::Unbounded, true)
+        .unwrap()
+        .count() as u64;
+    assert_eq!(count, n);
+    db.close().unwrap();
+    let db = Database::open_in(Arc::new(sim), o).unwrap();
+    let t = db.table("t").unwrap();
+    for i in (0..n).step_by(997) {
+        assert_eq!(
+            db.begin().get(&t, &key16(i)).unwrap(),
+            Some(val(i, 16 + (i % 100) as usize))
+        );
+    }
+    let r = assert_check(&db);
+    assert_eq!(r.tables[0].rows, n);
+}
