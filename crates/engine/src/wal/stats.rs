@@ -26,7 +26,8 @@ pub struct LogStats {
     pub durable_flush_requests: u64,
     /// `flush_to` calls that waited for another thread's flush instead of doing their own.
     pub flush_waits: u64,
-    /// Most `flush_to` callers released by one flush.
+    /// Most `flush_to` callers served by one flush: its leader plus the callers waiting on it
+    /// when it completed.
     pub max_waiters_per_flush: u64,
     /// Stream bytes skipped to close the last block before an fsync (W3).
     pub padding_bytes: u64,

@@ -1,15 +1,15 @@
 //! Group commit under concurrency: many threads appending and flushing durably at once must
 //! share fsyncs (one leader, many waiters), and every acknowledged group must be recovered.
 //! The simulated disk gets a slow fsync (a wrapper) so that batching is observable without
-//! timing assertions; the real-file figures are an ignored test that prints numbers.
+//! timing assertions; real-file figures are ignored tests in `figures.rs`.
 
 use super::{cfg, payload, storage};
 use crate::error::Result;
-use crate::io::{File, FileKind, FileStorage, FlushMethod, IoStats, SimStorage, Storage};
+use crate::io::{File, FileKind, IoStats, SimStorage, Storage};
 use crate::types::Lsn;
-use crate::wal::{Log, LogConfig};
+use crate::wal::Log;
 use std::sync::{Arc, Barrier};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// A storage whose fsync takes `delay` longer, like a real device.
 struct SlowSync {
@@ -71,7 +71,12 @@ impl File for SlowFile {
 
 /// `threads` threads each commit `per_thread` groups of `len` bytes (append + durable flush).
 /// Returns the log and every acknowledged (thread, seq, end LSN).
-fn commit_storm(log: &Arc<Log>, threads: u64, per_thread: u64, len: usize) -> Vec<(u64, u64, Lsn)> {
+pub(super) fn commit_storm(
+    log: &Arc<Log>,
+    threads: u64,
+    per_thread: u64,
+    len: usize,
+) -> Vec<(u64, u64, Lsn)> {
     let barrier = Arc::new(Barrier::new(threads as usize));
     let handles: Vec<_> = (0..threads)
         .map(|t| {
@@ -131,56 +136,5 @@ fn sixteen_committers_share_fsyncs_and_every_commit_survives() {
         rec.groups.iter().map(|g| (g.end, &g.payload)).collect();
     for (t, i, end) in acked {
         assert_eq!(by_end.get(&end), Some(&&payload(t << 32 | i, 100)));
-    }
-}
-
-/// Figures on real files: commits/s, fsyncs/s and commits per fsync at 1, 4, 16, 64 threads,
-/// beside the device's own fdatasync rate. Run with
-/// `cargo test -p evenkeel --lib wal::tests::concurrency -- --ignored --nocapture`.
-#[test]
-#[ignore]
-fn group_commit_figures_on_real_files() {
-    let dir = tempfile::Builder::new()
-        .prefix("evenkeel-wal")
-        .tempdir_in("/var/tmp")
-        .unwrap();
-    let c = LogConfig {
-        file_size: 64 << 20,
-        files: 2,
-        buffer_size: 8 << 20,
-        ..LogConfig::default()
-    };
-    {
-        let fs = FileStorage::new(dir.path().join("raw"), FlushMethod::Fsync).unwrap();
-        let f = fs.open("probe", FileKind::Log, true).unwrap();
-        f.set_len(64 << 20).unwrap();
-        f.sync().unwrap();
-        let t = Instant::now();
-        let n = 200u64;
-        for i in 0..n {
-            f.write_at(&[1u8; 512], (i % 1000) * 512).unwrap();
-            f.sync().unwrap();
-        }
-        let secs = t.elapsed().as_secs_f64();
-        eprintln!("device: {:.0} write+fdatasync/s", n as f64 / secs);
-    }
-    for threads in [1u64, 4, 16, 64] {
-        let path = dir.path().join(format!("t{threads}"));
-        let fs: Arc<dyn Storage> = Arc::new(FileStorage::new(path, FlushMethod::Fsync).unwrap());
-        let log = Arc::new(Log::create(fs, c.clone()).unwrap());
-        let per = 3200 / threads;
-        let t = Instant::now();
-        let acked = commit_storm(&log, threads, per, 100);
-        let secs = t.elapsed().as_secs_f64();
-        let s = log.stats();
-        let commits = acked.len() as f64;
-        eprintln!(
-            "{threads:>2} threads: {:>7.0} commits/s, {:>6.0} fsyncs/s, {:>5.1} commits/fsync, \
-             {:.0} log bytes per 100-byte commit",
-            commits / secs,
-            s.fsyncs as f64 / secs,
-            commits / s.fsyncs as f64,
-            s.written_bytes as f64 / commits
-        );
     }
 }
