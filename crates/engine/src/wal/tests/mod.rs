@@ -119,6 +119,12 @@ fn reopen_continues_the_stream_after_the_last_group() {
     let sim = SimStorage::new();
     let log = Log::create(storage(&sim), c.clone()).unwrap();
     let mut expect = append_all(&log, &[10, 20, 30], 0);
+    let r = log.append_with(5, |b| b.copy_from_slice(b"hello")).unwrap();
+    expect.push(Group {
+        start: r.start,
+        end: r.end,
+        payload: b"hello".to_vec(),
+    });
     log.close().unwrap();
     assert!(matches!(log.append(b"x"), Err(Error::LogClosed)));
     drop(log);
