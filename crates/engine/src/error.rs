@@ -3,7 +3,7 @@
 //! Operating errors carry context (file, page, limit) so the message alone tells a user what
 //! went wrong and what the valid range is; bugs panic instead of becoming errors.
 
-use crate::types::{TableId, TxnId};
+use crate::types::{Lsn, TableId, TxnId};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -79,6 +79,23 @@ pub enum Error {
     SpaceExhausted(String),
     #[error("the engine refuses writes after an earlier failure: {0}")]
     Poisoned(String),
+    #[error(
+        "redo log full: appending {needed_bytes} bytes at LSN {current_lsn} would overwrite log \
+         space not yet released by the checkpoint at LSN {checkpoint_lsn} (capacity \
+         {capacity_bytes} bytes); flush dirty pages and write a checkpoint first"
+    )]
+    LogFull {
+        needed_bytes: u64,
+        current_lsn: Lsn,
+        checkpoint_lsn: Lsn,
+        capacity_bytes: u64,
+    },
+    #[error(
+        "redo log group of {len} bytes is over the limit of {max} bytes (set by log_buffer_size)"
+    )]
+    LogGroupTooLarge { len: usize, max: usize },
+    #[error("the redo log is closed")]
+    LogClosed,
     #[error("transaction is no longer usable: {0}")]
     TransactionClosed(&'static str),
 }

@@ -29,6 +29,7 @@ pub mod page;
 pub mod space;
 pub mod txn;
 pub mod types;
+pub mod wal;
 
 pub use db::{check_dir, Database, Status, Table};
 pub use error::{Error, Result};

@@ -1,0 +1,190 @@
+//! Checkpoint slots: the two alternating, checksummed records in `ib_logfile0` (blocks 1 and 2)
+//! that say where recovery starts and which epoch last ran; reading both and picking the newest
+//! valid one; writing one and releasing log space behind it.
+//!
+//! What must stay true (W5): a slot is written only for an LSN the log has already made durable,
+//! and fsynced before the in-memory checkpoint LSN moves (that is what releases space for reuse);
+//! consecutive writes go to alternate slots, so a torn write leaves the previous checkpoint
+//! valid. Must never write a slot with an epoch lower than one a block on disk may carry.
+
+use super::block::{checksum_ok, le_u32, le_u64, seal};
+use super::header::{path_of, FORMAT_VERSION};
+use super::layout::Geometry;
+use super::writer::Log;
+use crate::error::{Error, Result};
+use crate::io::{File, Storage};
+use crate::types::Lsn;
+
+const SLOT_MAGIC: &[u8; 4] = b"EKCP";
+
+/// One checkpoint record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Slot {
+    /// Increases by one per write; slot index = number % 2.
+    pub number: u64,
+    pub lsn: u64,
+    pub epoch: u32,
+}
+
+/// Byte offset of slot `index` (0 or 1) in `ib_logfile0`.
+pub(crate) fn slot_offset(geom: &Geometry, index: usize) -> u64 {
+    (1 + index as u64) * geom.block_size as u64
+}
+
+pub(crate) fn encode_slot(geom: &Geometry, slot: &Slot) -> Vec<u8> {
+    let mut b = vec![0u8; geom.block_size];
+    b[0..4].copy_from_slice(SLOT_MAGIC);
+    b[4..8].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+    b[8..16].copy_from_slice(&slot.number.to_le_bytes());
+    b[16..24].copy_from_slice(&slot.lsn.to_le_bytes());
+    b[24..28].copy_from_slice(&slot.epoch.to_le_bytes());
+    b[32..40].copy_from_slice(&geom.capacity().to_le_bytes());
+    seal(&mut b);
+    b
+}
+
+fn decode_slot(raw: &[u8], geom: &Geometry, index: usize) -> std::result::Result<Slot, String> {
+    if !checksum_ok(raw) {
+        return Err("checksum mismatch".into());
+    }
+    if raw.get(0..4) != Some(SLOT_MAGIC.as_slice()) || le_u32(raw, 4) != Some(FORMAT_VERSION) {
+        return Err("bad magic or version".into());
+    }
+    let (Some(number), Some(lsn), Some(epoch), Some(cap)) = (
+        le_u64(raw, 8),
+        le_u64(raw, 16),
+        le_u32(raw, 24),
+        le_u64(raw, 32),
+    ) else {
+        return Err("truncated".into());
+    };
+    if number % 2 != index as u64 || cap != geom.capacity() || lsn < geom.first_lsn() {
+        return Err(format!(
+            "fields out of range (number {number}, lsn {lsn}, capacity {cap})"
+        ));
+    }
+    Ok(Slot { number, lsn, epoch })
+}
+
+/// Both slots as read back.
+pub(crate) struct Slots {
+    /// The valid slot with the highest number.
+    pub newest: Slot,
+    /// The other slot was invalid (it will be overwritten by the next slot write).
+    pub one_bad: bool,
+    /// Highest epoch in any valid slot.
+    pub max_epoch: u32,
+}
+
+/// Reads and checks both slots; both invalid is an error naming the file.
+pub(crate) fn read_slots(
+    storage: &dyn Storage,
+    file0: &dyn File,
+    geom: &Geometry,
+) -> Result<Slots> {
+    let mut found = Vec::with_capacity(2);
+    let mut reasons = Vec::with_capacity(2);
+    for index in 0..2 {
+        let mut raw = vec![0u8; geom.block_size];
+        file0.read_at(&mut raw, slot_offset(geom, index))?;
+        match decode_slot(&raw, geom, index) {
+            Ok(s) => found.push(s),
+            Err(r) => reasons.push(format!("slot {index}: {r}")),
+        }
+    }
+    let Some(newest) = found.iter().copied().max_by_key(|s| s.number) else {
+        return Err(Error::BadDatabase {
+            path: path_of(storage, 0),
+            reason: format!(
+                "both redo log checkpoint slots are invalid ({}); the log cannot be recovered",
+                reasons.join("; ")
+            ),
+        });
+    };
+    Ok(Slots {
+        newest,
+        one_bad: found.len() == 1,
+        max_epoch: found.iter().map(|s| s.epoch).max().unwrap_or(0),
+    })
+}
+
+/// Writes `slot` into its place and fsyncs the file.
+pub(crate) fn write_slot(file0: &dyn File, geom: &Geometry, slot: &Slot) -> Result<()> {
+    let index = (slot.number % 2) as usize;
+    file0.write_at(&encode_slot(geom, slot), slot_offset(geom, index))?;
+    // IMPORTANT: the slot must be durable before log space behind it is reused, and before any
+    // block of a new epoch is written (W5, W6).
+    file0.sync()
+}
+
+/// Serialises checkpoint writers and remembers the next slot number.
+pub(crate) struct CheckpointWriter {
+    pub next_number: u64,
+}
+
+impl Log {
+    /// Records `lsn` (a group boundary, `<= flushed_lsn`) as the checkpoint: everything before it
+    /// may be reused. A value not above the current checkpoint is ignored. Writes the older slot
+    /// and fsyncs it; an I/O error poisons the log.
+    ///
+    /// Panics if `lsn > flushed_lsn()`: checkpointing undurable log is a bug in the caller.
+    pub fn write_checkpoint(&self, lsn: Lsn) -> Result<()> {
+        let sh = &self.shared;
+        let mut writer = sh.ckpt.lock();
+        {
+            let st = sh.state.lock();
+            st.usable()?;
+            assert!(
+                lsn.0 <= st.flushed,
+                "checkpoint at {lsn} beyond the flushed LSN {}",
+                st.flushed
+            );
+            if lsn.0 <= st.checkpoint {
+                return Ok(());
+            }
+        }
+        let slot = Slot {
+            number: writer.next_number,
+            lsn: lsn.0,
+            epoch: sh.epoch,
+        };
+        let file0 = sh.file(0)?;
+        if let Err(e) = write_slot(file0.as_ref(), &sh.geom, &slot) {
+            sh.poison(&e);
+            return Err(e);
+        }
+        writer.next_number += 1;
+        sh.state.lock().checkpoint = lsn.0;
+        sh.counters.add(&sh.counters.checkpoints, 1);
+        sh.counters.add(&sh.counters.fsyncs, 1);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::wal::LogConfig;
+
+    #[test]
+    fn slot_roundtrip_and_rejections() {
+        let cfg = LogConfig {
+            file_size: 512 * 16,
+            buffer_size: 2048,
+            ..LogConfig::default()
+        };
+        let g = Geometry::new(&cfg).unwrap();
+        let s = Slot {
+            number: 7,
+            lsn: 5000,
+            epoch: 3,
+        };
+        let raw = encode_slot(&g, &s);
+        assert_eq!(decode_slot(&raw, &g, 1), Ok(s));
+        assert!(decode_slot(&raw, &g, 0).is_err(), "odd number in slot 0");
+        let mut bad = raw.clone();
+        bad[17] ^= 1;
+        assert!(decode_slot(&bad, &g, 1).unwrap_err().contains("checksum"));
+    }
+}

@@ -1,0 +1,189 @@
+//! wal: the redo log. It stores *mtr groups* — opaque byte payloads, each committed atomically —
+//! in a fixed-capacity circular set of log files, with group commit, fuzzy-checkpoint slots and
+//! a scan that returns every complete group after the checkpoint. It is record-agnostic: the
+//! layers above decide what a payload means; this module never looks inside one.
+//!
+//! # Invariants (numbered W1..W7; DESIGN.md invariants 2, 3 and 5 rest on them)
+//!
+//! - W1 (prefix): recovery returns groups in LSN order, each complete and checksummed, and stops
+//!   at the first block or group that is torn, stale, out of sequence or invalid; it never skips
+//!   a hole to return a later group.
+//! - W2 (durability): every group whose end is `<= flushed_lsn` when `flush_to(.., true)`
+//!   returned is returned by recovery, whatever a crash does to unsynced writes.
+//! - W3 (no in-place rewrite of durable blocks): every fsync happens right after a write that
+//!   ends on a block boundary (a durable flush pads the last partial block), so a block that
+//!   holds fsynced data is never written again until the log laps it. A torn write can only hit
+//!   data that was never acknowledged durable. Cost: on average half a block per durable flush
+//!   (`LogStats::padding_bytes`); at 512-byte blocks about 256 bytes per fsync.
+//! - W4 (capacity): a block is written only if the block it overwrites (one lap back) lies
+//!   wholly before the checkpoint block; `append` refuses with `Error::LogFull` rather than wait
+//!   or overwrite. `current_lsn - checkpoint_lsn <= capacity()` always, padding included (an
+//!   append leaves room for the padding that may follow it, so the last group of a full log
+//!   gets up to one block less).
+//! - W5 (checkpoint): a checkpoint slot is written only for `lsn <= flushed_lsn`, fsynced before
+//!   its space is released; slots alternate, so a torn slot write leaves the other one valid.
+//! - W6 (epochs): each open of the log runs in a new epoch, recorded durably in a checkpoint slot
+//!   before any block of that epoch is written, and starts on a fresh block. Blocks in stream
+//!   order never go back in epoch; within one epoch nothing follows a partial (unpadded) block.
+//!   This is what rejects blocks of this lap left behind a hole by an earlier crash.
+//! - W7 (fail-stop): a failed write or fsync is returned once with the file's name and poisons
+//!   the log: every later append, flush and checkpoint is refused. Nothing is retried.
+//!
+//! # LSNs
+//!
+//! An LSN counts bytes of the *stream*: the payload area of consecutive blocks (block headers and
+//! trailers excluded, padding included). Block `b` holds stream bytes `[b*P, (b+1)*P)` where
+//! `P = block_size - 20`. The first block is 1, so the first LSN is `P`. Capacity, in LSN units,
+//! is `(ring_blocks - 1) * P` (one block of slack covers the checkpoint's partial block).
+//!
+//! # Files
+//!
+//! `ib_logfile0 .. ib_logfile{files-1}`, each `file_size` bytes. Per file, blocks 0..3 are the
+//! header area; data blocks follow. Data block `b` lives at ring position `r = b % ring_blocks`:
+//! file `r / blocks_per_file`, offset `(3 + r % blocks_per_file) * block_size`.
+//!
+//! File header (block 0 of every file; written once at create; integers little-endian):
+//!
+//! | offset | size | field |
+//! | --- | --- | --- |
+//! | 0 | 4 | magic `EKLG` |
+//! | 4 | 4 | format version (1) |
+//! | 8 | 4 | block_size |
+//! | 12 | 4 | this file's index |
+//! | 16 | 4 | number of files |
+//! | 20 | 8 | file_size |
+//! | 28 | 8 | capacity (LSN units) |
+//! | bs-4 | 4 | crc32c of bytes `0..bs-4` |
+//!
+//! Checkpoint slots (blocks 1 and 2 of `ib_logfile0`; blocks 1 and 2 of other files unused):
+//!
+//! | offset | size | field |
+//! | --- | --- | --- |
+//! | 0 | 4 | magic `EKCP` |
+//! | 4 | 4 | format version (1) |
+//! | 8 | 8 | checkpoint number (slot = number % 2; the highest valid number wins) |
+//! | 16 | 8 | checkpoint LSN (a group boundary) |
+//! | 24 | 4 | epoch of the run that wrote it |
+//! | 28 | 4 | zero |
+//! | 32 | 8 | capacity (LSN units) |
+//! | bs-4 | 4 | crc32c of bytes `0..bs-4` |
+//!
+//! Data block (`block_size` bytes, written only whole and at its aligned offset):
+//!
+//! | offset | size | field |
+//! | --- | --- | --- |
+//! | 0 | 8 | absolute block number (stale laps are recognised by it) |
+//! | 8 | 4 | epoch |
+//! | 12 | 2 | data_len: stream bytes of groups in this block (`<= P`) |
+//! | 14 | 2 | flags: bit 0 = PADDED (bytes after data_len are padding; the stream goes on) |
+//! | 16 | P | stream bytes; after data_len: zeros |
+//! | bs-4 | 4 | crc32c of bytes `0..bs-4` |
+//!
+//! A block with `data_len < P` and no PADDED flag is the end of its epoch's stream.
+//!
+//! Group (in the stream; spans blocks freely; never cut by padding):
+//!
+//! | offset | size | field |
+//! | --- | --- | --- |
+//! | 0 | 4 | payload length `n` |
+//! | 4 | 4 | low 32 bits of the group's start LSN |
+//! | 8 | 4 | crc32c of the payload followed by bytes `0..8` of this header |
+//! | 12 | n | payload |
+//! | 12+n | 4 | end marker `0x454B_4E44` |
+//!
+//! Overhead: 16 bytes per group, 20 bytes per block, half a block per durable flush.
+
+mod background;
+mod block;
+mod buffer;
+mod checkpoint;
+mod header;
+mod layout;
+mod reader;
+mod stats;
+mod writer;
+
+#[cfg(test)]
+mod tests;
+
+pub use reader::ScanStop;
+pub use stats::LogStats;
+pub use writer::Log;
+
+use crate::types::Lsn;
+use std::time::Duration;
+
+/// `flush_log_at_trx_commit`: what a commit waits for (see [`Log::flush_for_commit`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum FlushAtCommit {
+    /// Nothing: the background thread writes and fsyncs about once per interval.
+    Zero,
+    /// Written and fsynced before the commit returns.
+    #[default]
+    One,
+    /// Written to the OS before the commit returns; fsynced about once per interval.
+    Two,
+}
+
+/// Shape of the log. `file_size`, `files` and `block_size` are recorded in the files and must
+/// match at open; `buffer_size`, `flush_at_commit` and `background_interval` may change freely.
+#[derive(Clone, Debug)]
+pub struct LogConfig {
+    /// Bytes per log file, a multiple of `block_size` (`log_file_size`).
+    pub file_size: u64,
+    /// Number of log files (`log_files_in_group`).
+    pub files: u32,
+    /// Bytes of the in-memory log buffer (`log_buffer_size`); bounds the largest group.
+    pub buffer_size: usize,
+    /// 512 or 4096 (`log_block_size`).
+    pub block_size: usize,
+    pub flush_at_commit: FlushAtCommit,
+    /// How often the background thread writes and fsyncs (InnoDB: one second).
+    pub background_interval: Duration,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        LogConfig {
+            file_size: 48 << 20,
+            files: 2,
+            buffer_size: 16 << 20,
+            block_size: 512,
+            flush_at_commit: FlushAtCommit::One,
+            background_interval: Duration::from_secs(1),
+        }
+    }
+}
+
+/// Where an appended group lies in the stream: `[start, end)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LsnRange {
+    pub start: Lsn,
+    pub end: Lsn,
+}
+
+/// One complete group read back by recovery.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Group {
+    pub start: Lsn,
+    pub end: Lsn,
+    pub payload: Vec<u8>,
+}
+
+/// What [`Log::open`] found.
+#[derive(Debug)]
+pub struct Recovered {
+    /// The checkpoint recovery started from.
+    pub checkpoint_lsn: Lsn,
+    /// Every complete group after the checkpoint, in LSN order.
+    pub groups: Vec<Group>,
+    /// Bytes of blocks read by the scan (including the block that ended it).
+    pub bytes_scanned: u64,
+    /// One checkpoint slot was invalid and has been rewritten.
+    pub checkpoint_slot_repaired: bool,
+    /// End of the last complete group (the checkpoint LSN if there is none). The log appends
+    /// from the next block boundary at or after it.
+    pub end_lsn: Lsn,
+    /// Why the scan stopped, for diagnostics.
+    pub stop: ScanStop,
+}

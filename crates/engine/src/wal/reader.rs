@@ -1,0 +1,219 @@
+//! Recovery scan: reads blocks forward from the checkpoint LSN and returns every complete group,
+//! stopping at the first block or group that cannot belong to the log's durable history.
+//!
+//! What must stay true (W1): a group is returned only if every byte of it came from blocks that
+//! passed their checksum, carry the expected absolute block number, and continue the stream
+//! without a hole; blocks never go back in epoch; within an epoch nothing is read past a partial
+//! (unpadded) block; a block opening a newer epoch starts a fresh stream at its first byte (the
+//! run that wrote it began there, W6), discarding an incomplete group before it. The scan reads
+//! at most one lap and never panics on any bytes.
+
+use super::block::GROUP_END_SIZE;
+use super::block::{check_data_block, parse_group, BlockDefect, GroupParse, GROUP_HEADER_SIZE};
+use super::layout::{Geometry, BLOCK_HEADER_SIZE};
+use super::Group;
+use crate::error::Result;
+use crate::io::File;
+use crate::types::Lsn;
+use std::sync::Arc;
+
+/// Largest read the scan issues, in bytes.
+const READ_CHUNK_BYTES: u64 = 1 << 20;
+
+/// Why the scan stopped.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ScanStop {
+    /// Block failed its checksum: torn, never written, or corrupted.
+    Checksum { block: u64 },
+    /// Block is from another lap (its number is `found`).
+    StaleBlock { block: u64, found: u64 },
+    /// Block fields out of range despite a valid checksum.
+    BadBlockHeader { block: u64 },
+    /// Block's epoch is lower than the previous block's: left behind a hole by an older run.
+    EpochWentBack { block: u64 },
+    /// The previous block was the partial end of its run and this one does not start a new run.
+    EndOfRun { block: u64 },
+    /// A group failed its checks at `lsn`.
+    BadGroup { lsn: Lsn, reason: &'static str },
+    /// Read a whole lap (the log is full up to the checkpoint).
+    FullLap,
+}
+
+pub(crate) struct ScanOutcome {
+    pub groups: Vec<Group>,
+    /// End of the last complete group, or the start LSN.
+    pub end_lsn: u64,
+    pub bytes_scanned: u64,
+    /// Highest epoch of any accepted block.
+    pub max_epoch: u32,
+    pub stop: ScanStop,
+}
+
+/// Reads consecutive blocks in chunks of up to `READ_CHUNK_BYTES` within one file.
+struct BlockReader<'a> {
+    geom: &'a Geometry,
+    files: &'a [Arc<dyn File>],
+    first: u64,
+    chunk: Vec<u8>,
+}
+
+impl BlockReader<'_> {
+    fn block(&mut self, b: u64) -> Result<&[u8]> {
+        let bs = self.geom.block_size;
+        let n = (self.chunk.len() / bs) as u64;
+        if b < self.first || b >= self.first + n {
+            let (file, offset) = self.geom.locate(b);
+            let left =
+                self.geom.blocks_per_file - (b % self.geom.ring_blocks) % self.geom.blocks_per_file;
+            let count = left.min(READ_CHUNK_BYTES / bs as u64).max(1);
+            self.chunk.resize(count as usize * bs, 0);
+            let f = self.files.get(file).ok_or_else(|| {
+                crate::error::Error::Poisoned(format!("redo log: no log file {file}"))
+            })?;
+            f.read_at(&mut self.chunk, offset)?;
+            self.first = b;
+        }
+        let at = (b - self.first) as usize * bs;
+        Ok(&self.chunk[at..at + bs])
+    }
+}
+
+/// Groups being assembled from the stream: `tail[pos..]` are bytes from `tail_lsn` on.
+struct Assembler {
+    tail: Vec<u8>,
+    pos: usize,
+    tail_lsn: u64,
+    max_len: u64,
+    groups: Vec<Group>,
+}
+
+impl Assembler {
+    /// Forgets an incomplete group and restarts the stream at `lsn`.
+    fn restart(&mut self, lsn: u64) {
+        self.tail.clear();
+        self.pos = 0;
+        self.tail_lsn = lsn;
+    }
+
+    /// Takes every complete group now in the tail; an invalid one ends the scan.
+    fn take_groups(&mut self) -> std::result::Result<(), ScanStop> {
+        loop {
+            let bytes = &self.tail[self.pos..];
+            match parse_group(bytes, self.tail_lsn, self.max_len) {
+                GroupParse::NeedMore => break,
+                GroupParse::Invalid(reason) => {
+                    return Err(ScanStop::BadGroup {
+                        lsn: Lsn(self.tail_lsn),
+                        reason,
+                    })
+                }
+                GroupParse::Complete { total } => {
+                    let payload = bytes[GROUP_HEADER_SIZE..total - GROUP_END_SIZE].to_vec();
+                    let start = self.tail_lsn;
+                    self.tail_lsn += total as u64;
+                    self.pos += total;
+                    self.groups.push(Group {
+                        start: Lsn(start),
+                        end: Lsn(self.tail_lsn),
+                        payload,
+                    });
+                }
+            }
+        }
+        if self.pos > 0 && self.pos * 2 >= self.tail.len() {
+            self.tail.drain(..self.pos);
+            self.pos = 0;
+        }
+        Ok(())
+    }
+
+    fn pending(&self) -> bool {
+        self.pos < self.tail.len()
+    }
+}
+
+/// Scans from `start_lsn` (a group boundary) to the end of the durable stream.
+pub(crate) fn scan(
+    geom: &Geometry,
+    files: &[Arc<dyn File>],
+    start_lsn: u64,
+) -> Result<ScanOutcome> {
+    let mut reader = BlockReader {
+        geom,
+        files,
+        first: 0,
+        chunk: Vec::new(),
+    };
+    let mut asm = Assembler {
+        tail: Vec::new(),
+        pos: 0,
+        tail_lsn: start_lsn,
+        max_len: geom.capacity(),
+        groups: Vec::new(),
+    };
+    let first_block = geom.block_of(start_lsn);
+    let mut skip = geom.offset_in_block(start_lsn) as usize;
+    let mut prev: Option<(u32, bool)> = None; // (epoch, was partial)
+    let mut bytes_scanned = 0u64;
+    let mut max_epoch = 0u32;
+    let mut stop = ScanStop::FullLap;
+    // A limit on the loop: one lap at most.
+    for b in first_block..first_block + geom.ring_blocks {
+        let raw = reader.block(b)?;
+        bytes_scanned += geom.block_size as u64;
+        let h = match check_data_block(raw, b) {
+            Ok(h) => h,
+            Err(d) => {
+                stop = match d {
+                    BlockDefect::Checksum => ScanStop::Checksum { block: b },
+                    BlockDefect::Number { found } => ScanStop::StaleBlock { block: b, found },
+                    BlockDefect::Header => ScanStop::BadBlockHeader { block: b },
+                };
+                break;
+            }
+        };
+        if let Some((epoch, partial)) = prev {
+            if h.epoch < epoch {
+                stop = ScanStop::EpochWentBack { block: b };
+                break;
+            }
+            if h.epoch > epoch {
+                asm.restart(geom.block_start(b));
+            } else if partial {
+                stop = ScanStop::EndOfRun { block: b };
+                break;
+            }
+        }
+        max_epoch = max_epoch.max(h.epoch);
+        let data_len = usize::from(h.data_len);
+        let data = &raw[BLOCK_HEADER_SIZE..BLOCK_HEADER_SIZE + data_len];
+        if skip <= data_len {
+            asm.tail.extend_from_slice(&data[skip..]);
+        }
+        skip = 0;
+        if let Err(s) = asm.take_groups() {
+            stop = s;
+            break;
+        }
+        if h.padded {
+            if asm.pending() {
+                // Padding is only ever added at a group boundary.
+                stop = ScanStop::BadGroup {
+                    lsn: Lsn(asm.tail_lsn),
+                    reason: "group cut by block padding",
+                };
+                break;
+            }
+            asm.restart(geom.block_start(b + 1));
+        }
+        prev = Some((h.epoch, !h.padded && data_len < geom.payload as usize));
+    }
+    let end_lsn = asm.groups.last().map_or(start_lsn, |g| g.end.0);
+    Ok(ScanOutcome {
+        groups: asm.groups,
+        end_lsn,
+        bytes_scanned,
+        max_epoch,
+        stop,
+    })
+}

@@ -1,0 +1,396 @@
+//! The [`Log`] handle: create and open, append (into the log buffer), and the group-commit flush
+//! that writes and fsyncs. One mutex guards the buffer and the LSNs; at most one thread (the
+//! leader) does log I/O at a time, outside the mutex, while others append or wait on a condvar.
+//!
+//! What must stay true: W2 (a `flush_to(.., true)` returns only after an fsync covering its LSN
+//! completed), W3 (a durable flush pads first, so each fsync follows a write ending on a block
+//! boundary), W4 (append refuses past `checkpoint + capacity`), W6 (a new run starts on a fresh
+//! block with a new epoch, recorded before any block of it), W7 (the first I/O error is returned
+//! and poisons the log). Must never retry a failed write or fsync, never hold the mutex across
+//! I/O, never call user code (`append_with`'s fill aside) under it.
+
+use super::buffer::{BlockImage, Failure, State};
+use super::checkpoint::{encode_slot, read_slots, write_slot, CheckpointWriter, Slot};
+use super::header::{create_files, open_files};
+use super::layout::Geometry;
+use super::reader::scan;
+use super::stats::Counters;
+use super::{FlushAtCommit, LogConfig, LogStats, LsnRange, Recovered};
+use crate::error::{Error, Result};
+use crate::io::{File, Storage};
+use crate::types::Lsn;
+use parking_lot::{Condvar, Mutex, MutexGuard};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+/// State shared by the handle and the background thread.
+pub(crate) struct Shared {
+    pub cfg: LogConfig,
+    pub geom: Geometry,
+    pub files: Vec<Arc<dyn File>>,
+    /// The epoch of this run, written in every block (W6).
+    pub epoch: u32,
+    pub max_payload: usize,
+    pub state: Mutex<State>,
+    /// Signalled when a flush ends (LSNs moved, buffer drained, or the log failed).
+    pub flushed: Condvar,
+    pub ckpt: Mutex<CheckpointWriter>,
+    pub counters: Counters,
+    /// Set to stop the background thread; `bg_wake` interrupts its sleep.
+    pub bg_stop: Mutex<bool>,
+    pub bg_wake: Condvar,
+}
+
+/// The redo log. `Send + Sync`; share it in an `Arc`.
+pub struct Log {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) background: Mutex<Option<JoinHandle<()>>>,
+    /// False for the background thread's own view of the log (its drop closes nothing).
+    pub(crate) is_handle: bool,
+}
+
+impl Shared {
+    pub fn file(&self, index: usize) -> Result<&Arc<dyn File>> {
+        self.files
+            .get(index)
+            .ok_or_else(|| Error::Poisoned(format!("redo log: no log file {index}")))
+    }
+
+    /// Records the first failure (W7) and wakes every waiter so it sees it.
+    pub fn poison(&self, e: &Error) {
+        let mut st = self.state.lock();
+        if st.failure.is_none() {
+            st.failure = Some(Failure::Poisoned(e.to_string()));
+        }
+        self.flushed.notify_all();
+    }
+}
+
+impl Log {
+    /// Creates a new log: `cfg.files` files of `cfg.file_size` bytes with headers and two valid
+    /// checkpoint slots, all fsynced, and the directory synced. Refuses if a log file exists.
+    pub fn create(storage: Arc<dyn Storage>, cfg: LogConfig) -> Result<Log> {
+        let geom = Geometry::new(&cfg)?;
+        let lsn = geom.first_lsn();
+        let slot = |number| Slot {
+            number,
+            lsn,
+            epoch: 1,
+        };
+        let (s0, s1) = (encode_slot(&geom, &slot(0)), encode_slot(&geom, &slot(1)));
+        let files = create_files(storage.as_ref(), &geom, [&s0, &s1])?;
+        Ok(Self::assemble(cfg, geom, files, 1, lsn, lsn, 2))
+    }
+
+    /// Opens an existing log and recovers it: picks the newest valid checkpoint slot, scans
+    /// forward returning every complete group after it, starts a new epoch (rewriting the older
+    /// or invalid slot) and positions appends at the first block boundary after the last
+    /// complete group. A configuration whose file count, file size or block size differs from
+    /// the files' is an error naming the file.
+    pub fn open(storage: Arc<dyn Storage>, cfg: LogConfig) -> Result<(Log, Recovered)> {
+        let geom = Geometry::new(&cfg)?;
+        let files = open_files(storage.as_ref(), &geom)?;
+        let file0 = files
+            .first()
+            .ok_or_else(|| Error::Poisoned("redo log: no files".into()))?;
+        let slots = read_slots(storage.as_ref(), file0.as_ref(), &geom)?;
+        let ckpt = slots.newest;
+        let outcome = scan(&geom, &files, ckpt.lsn)?;
+        let epoch = slots.max_epoch.max(outcome.max_epoch).saturating_add(1);
+        let next = Slot {
+            number: ckpt.number + 1,
+            lsn: ckpt.lsn,
+            epoch,
+        };
+        // IMPORTANT (W6): the new epoch is durable before any block carrying it is written.
+        write_slot(file0.as_ref(), &geom, &next)?;
+        let start = geom.round_up(outcome.end_lsn);
+        let log = Self::assemble(cfg, geom, files, epoch, start, ckpt.lsn, next.number + 1);
+        let c = &log.shared.counters;
+        c.add(&c.checkpoints, 1);
+        c.add(&c.fsyncs, 1);
+        let recovered = Recovered {
+            checkpoint_lsn: Lsn(ckpt.lsn),
+            groups: outcome.groups,
+            bytes_scanned: outcome.bytes_scanned,
+            checkpoint_slot_repaired: slots.one_bad,
+            end_lsn: Lsn(outcome.end_lsn),
+            stop: outcome.stop,
+        };
+        Ok((log, recovered))
+    }
+
+    fn assemble(
+        cfg: LogConfig,
+        geom: Geometry,
+        files: Vec<Arc<dyn File>>,
+        epoch: u32,
+        start: u64,
+        checkpoint: u64,
+        next_number: u64,
+    ) -> Log {
+        let state = State::new(start, checkpoint, files.len(), cfg.buffer_size);
+        let shared = Shared {
+            max_payload: geom.max_payload(cfg.buffer_size),
+            cfg,
+            geom,
+            files,
+            epoch,
+            state: Mutex::new(state),
+            flushed: Condvar::new(),
+            ckpt: Mutex::new(CheckpointWriter { next_number }),
+            counters: Counters::default(),
+            bg_stop: Mutex::new(false),
+            bg_wake: Condvar::new(),
+        };
+        Log {
+            shared: Arc::new(shared),
+            background: Mutex::new(None),
+            is_handle: true,
+        }
+    }
+
+    /// Appends one group; returns its end LSN. See [`Log::append_range`].
+    pub fn append(&self, payload: &[u8]) -> Result<Lsn> {
+        Ok(self.append_range(payload)?.end)
+    }
+
+    /// Appends one group and returns where it lies. The payload's checksum is computed before
+    /// the log's mutex is taken.
+    pub fn append_range(&self, payload: &[u8]) -> Result<LsnRange> {
+        let crc = crc32c::crc32c(payload);
+        self.reserve_and_push(payload.len(), |dst| {
+            dst.copy_from_slice(payload);
+            crc
+        })
+    }
+
+    /// Appends one group of `len` bytes written in place by `fill` (no intermediate copy).
+    /// `fill` runs under the log's mutex: it must be short and must not call into this log.
+    pub fn append_with(&self, len: usize, fill: impl FnOnce(&mut [u8])) -> Result<LsnRange> {
+        self.reserve_and_push(len, |dst| {
+            fill(dst);
+            crc32c::crc32c(dst)
+        })
+    }
+
+    /// The largest payload one group may carry (bounded by `buffer_size`).
+    pub fn max_payload(&self) -> usize {
+        self.shared.max_payload
+    }
+
+    fn reserve_and_push(
+        &self,
+        len: usize,
+        fill: impl FnOnce(&mut [u8]) -> u32,
+    ) -> Result<LsnRange> {
+        let sh = &*self.shared;
+        if len > sh.max_payload {
+            return Err(Error::LogGroupTooLarge {
+                len,
+                max: sh.max_payload,
+            });
+        }
+        let total = (len + super::block::GROUP_OVERHEAD) as u64;
+        let mut st = sh.state.lock();
+        let mut wait_started: Option<Instant> = None;
+        loop {
+            st.usable()?;
+            // W4: refuse rather than overwrite log space the checkpoint has not released. The
+            // group must leave room for the padding a durable flush may add after it, so that
+            // `current - checkpoint <= capacity` holds after padding and after a reopen too.
+            let room_for_padding = sh.geom.payload - 1;
+            if st.current + total + room_for_padding > st.checkpoint + sh.geom.capacity() {
+                sh.counters.add(&sh.counters.log_full_refusals, 1);
+                return Err(Error::LogFull {
+                    needed_bytes: total,
+                    current_lsn: Lsn(st.current),
+                    checkpoint_lsn: Lsn(st.checkpoint),
+                    capacity_bytes: sh.geom.capacity(),
+                });
+            }
+            if st.buf.len() as u64 + total <= sh.cfg.buffer_size as u64 {
+                break;
+            }
+            wait_started.get_or_insert_with(Instant::now);
+            if st.writer_active {
+                sh.flushed.wait(&mut st);
+            } else {
+                self.lead(&mut st, false)?;
+            }
+        }
+        if let Some(t) = wait_started {
+            sh.counters.add(&sh.counters.buffer_full_waits, 1);
+            let us = t.elapsed().as_micros() as u64;
+            sh.counters.add(&sh.counters.buffer_full_wait_us, us);
+        }
+        let start = st.push_group(len, fill);
+        let end = st.current;
+        drop(st);
+        sh.counters.add(&sh.counters.groups, 1);
+        sh.counters.add(&sh.counters.payload_bytes, len as u64);
+        Ok(LsnRange {
+            start: Lsn(start),
+            end: Lsn(end),
+        })
+    }
+
+    /// Group commit: returns once everything up to `lsn` (clamped to the current LSN) is
+    /// written to the OS, and, when `durable`, fsynced. One caller at a time leads: it writes
+    /// everything buffered with one write per contiguous file range and, if durable, one fsync
+    /// per file touched; the others wait and usually find their LSN covered by its flush.
+    pub fn flush_to(&self, lsn: Lsn, durable: bool) -> Result<()> {
+        let sh = &*self.shared;
+        let c = &sh.counters;
+        c.add(&c.flush_requests, 1);
+        if durable {
+            c.add(&c.durable_flush_requests, 1);
+        }
+        let mut st = sh.state.lock();
+        let mut waited = false;
+        loop {
+            st.usable()?;
+            let target = lsn.0.min(st.current);
+            let reached = if durable { st.flushed } else { st.written };
+            if reached >= target {
+                if waited {
+                    c.add(&c.flush_waits, 1);
+                }
+                return Ok(());
+            }
+            if st.writer_active {
+                waited = true;
+                st.flush_waiters += 1;
+                sh.flushed.wait(&mut st);
+                st.flush_waiters -= 1;
+            } else {
+                self.lead(&mut st, durable)?;
+            }
+        }
+    }
+
+    /// What a commit whose group ends at `end` waits for under `flush_at_commit`.
+    pub fn flush_for_commit(&self, end: Lsn) -> Result<()> {
+        match self.shared.cfg.flush_at_commit {
+            FlushAtCommit::One => self.flush_to(end, true),
+            FlushAtCommit::Two => self.flush_to(end, false),
+            FlushAtCommit::Zero => self.shared.state.lock().usable(),
+        }
+    }
+
+    /// Does one flush as leader: pads (if durable), formats, writes and syncs with the mutex
+    /// released, then publishes the new LSNs. On error the log is poisoned and the error
+    /// (naming the file) returned.
+    pub(crate) fn lead(&self, st: &mut MutexGuard<'_, State>, durable: bool) -> Result<()> {
+        let sh = &*self.shared;
+        let c = &sh.counters;
+        debug_assert!(!st.writer_active);
+        st.writer_active = true;
+        // IMPORTANT (W3): close the last block before an fsync so that no fsynced block is ever
+        // written again; the next group starts on a fresh block.
+        let pad = if durable { st.pad(&sh.geom) } else { None };
+        if let Some((_, len)) = pad {
+            c.add(&c.padding_bytes, sh.geom.payload - u64::from(len));
+        }
+        let end = st.current;
+        let image = (end > st.written).then(|| st.format(&sh.geom, sh.epoch, pad));
+        if sh.geom.offset_in_block(st.written) != 0 && image.is_some() {
+            c.add(&c.partial_block_rewrites, 1);
+        }
+        let pending_sync = st.unsynced.clone();
+        let io = MutexGuard::unlocked(st, || self.write_image(image, durable, pending_sync));
+        st.writer_active = false;
+        let touched = match io {
+            Ok(t) => t,
+            Err(e) => {
+                if st.failure.is_none() {
+                    st.failure = Some(Failure::Poisoned(e.to_string()));
+                }
+                sh.flushed.notify_all();
+                return Err(e);
+            }
+        };
+        st.written = end;
+        if durable {
+            st.flushed = end;
+            st.unsynced.iter_mut().for_each(|u| *u = false);
+        } else {
+            for (u, t) in st.unsynced.iter_mut().zip(&touched) {
+                *u |= *t;
+            }
+        }
+        st.drain(&sh.geom, end);
+        c.add(&c.flushes, 1);
+        c.max(&c.max_waiters_per_flush, st.flush_waiters + 1);
+        sh.flushed.notify_all();
+        Ok(())
+    }
+
+    /// Writes the formatted blocks (one write per contiguous file range) and, when `durable`,
+    /// fsyncs every file written now or since its last fsync. Returns the files written.
+    fn write_image(
+        &self,
+        image: Option<BlockImage>,
+        durable: bool,
+        mut to_sync: Vec<bool>,
+    ) -> Result<Vec<bool>> {
+        let sh = &*self.shared;
+        let c = &sh.counters;
+        let mut touched = vec![false; sh.files.len()];
+        if let Some(img) = image {
+            let bs = sh.geom.block_size;
+            let n = (img.image.len() / bs) as u64;
+            for (file, offset, first, count) in sh.geom.runs(img.first_block, img.first_block + n) {
+                let from = (first - img.first_block) as usize * bs;
+                let bytes = &img.image[from..from + count as usize * bs];
+                sh.file(file)?.write_at(bytes, offset)?;
+                c.add(&c.writes, 1);
+                c.add(&c.written_bytes, bytes.len() as u64);
+                touched[file] = true;
+            }
+        }
+        if durable {
+            for (i, t) in touched.iter().enumerate() {
+                to_sync[i] |= *t;
+            }
+            for (i, needed) in to_sync.iter().enumerate() {
+                if *needed {
+                    // IMPORTANT (W2): never retried; a failure poisons the log (W7).
+                    sh.file(i)?.sync()?;
+                    c.add(&c.fsyncs, 1);
+                }
+            }
+        }
+        Ok(touched)
+    }
+
+    pub fn current_lsn(&self) -> Lsn {
+        Lsn(self.shared.state.lock().current)
+    }
+
+    pub fn written_lsn(&self) -> Lsn {
+        Lsn(self.shared.state.lock().written)
+    }
+
+    pub fn flushed_lsn(&self) -> Lsn {
+        Lsn(self.shared.state.lock().flushed)
+    }
+
+    pub fn checkpoint_lsn(&self) -> Lsn {
+        Lsn(self.shared.state.lock().checkpoint)
+    }
+
+    /// Stream bytes that may lie between the checkpoint and the current LSN.
+    pub fn capacity(&self) -> u64 {
+        self.shared.geom.capacity()
+    }
+
+    pub fn config(&self) -> &LogConfig {
+        &self.shared.cfg
+    }
+
+    pub fn stats(&self) -> LogStats {
+        self.shared.counters.snapshot()
+    }
+}
