@@ -7,6 +7,7 @@
 //! without a database is an operational error (exit 1); a data file whose header page cannot
 //! even be read as one is damage (exit 3), since that is what `check` is for.
 
+use crate::dirlock;
 use crate::failure::{CmdResult, Failure};
 use clap::Args;
 use evenkeel::check::CheckReport;
@@ -24,6 +25,7 @@ pub struct CheckArgs {
 }
 
 pub fn run(args: &CheckArgs) -> CmdResult {
+    let _lock = dirlock::lock(&args.dir)?;
     let report = match evenkeel::check_dir(&args.dir) {
         Ok(r) => r,
         Err(e @ Error::CorruptPage { .. }) => {

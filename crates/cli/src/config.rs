@@ -8,7 +8,8 @@
 use crate::failure::Failure;
 use clap::Args;
 use evenkeel::Options;
-use std::path::PathBuf;
+use std::io::Read;
+use std::path::{Path, PathBuf};
 
 #[derive(Args, Debug, Clone, Default)]
 pub struct ConfigArgs {
@@ -26,6 +27,17 @@ pub struct ConfigArgs {
 impl ConfigArgs {
     /// The options these flags describe, validated.
     pub fn options(&self) -> Result<Options, Failure> {
+        self.build(None)
+    }
+
+    /// As [`options`](Self::options) for opening the database in `dir`: when one exists, its
+    /// page size replaces the configured one before validation, since the file's page size is
+    /// what the engine uses (a 4K database may run with a pool too small for 16K pages).
+    pub fn options_for(&self, dir: &Path) -> Result<Options, Failure> {
+        self.build(Some(dir))
+    }
+
+    fn build(&self, dir: Option<&Path>) -> Result<Options, Failure> {
         let mut opts = match &self.config {
             Some(path) => Options::from_toml_file(path)
                 .map_err(|e| Failure::Usage(format!("--config {}: {e}", path.display())))?,
@@ -40,6 +52,18 @@ impl ConfigArgs {
             opts.set(name, value)
                 .map_err(|e| Failure::Usage(format!("--set {pair}: {e}")))?;
         }
+        if let Some(file_page_size) = dir.and_then(existing_page_size) {
+            // Only a page size someone chose deserves the note, not the default.
+            let chosen = opts.page_size != Options::default().page_size;
+            if opts.page_size != file_page_size && chosen {
+                eprintln!(
+                    "evenkeel: note: page_size {} is not used: the existing database has \
+                     page_size {file_page_size}",
+                    opts.page_size
+                );
+            }
+            opts.page_size = file_page_size;
+        }
         opts.validate().map_err(|e| {
             let from = match (&self.config, self.set.is_empty()) {
                 (Some(p), false) => format!("--config {} and --set", p.display()),
@@ -50,6 +74,14 @@ impl ConfigArgs {
         })?;
         Ok(opts)
     }
+}
+
+/// The page size recorded in `dir`'s data file, if there is a readable one.
+fn existing_page_size(dir: &Path) -> Option<usize> {
+    let mut first = vec![0u8; evenkeel::page::MIN_PAGE_SIZE];
+    let mut f = std::fs::File::open(dir.join(evenkeel::db::DATA_FILE)).ok()?;
+    f.read_exact(&mut first).ok()?;
+    evenkeel::space::probe_page_size(&first).ok()
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 //! exit 0: the reader asked for no more, which is not a failure of the dump.
 
 use crate::config::ConfigArgs;
+use crate::dirlock;
 use crate::escape::encode_row;
 use crate::failure::{CmdResult, Failure};
 use clap::Args;
@@ -30,8 +31,9 @@ pub struct DumpArgs {
 }
 
 pub fn run(args: &DumpArgs) -> CmdResult {
-    let opts = args.config.options()?;
+    let opts = args.config.options_for(&args.dir)?;
     let dir = args.dir.display();
+    let _lock = dirlock::lock(&args.dir)?;
     let db = Database::open(&args.dir, opts)
         .map_err(|e| Failure::engine(format!("opening {dir}"), e))?;
     let result = dump_table(&db, &args.table);

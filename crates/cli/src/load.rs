@@ -7,6 +7,7 @@
 //! The database is closed cleanly on success and on failure.
 
 use crate::config::ConfigArgs;
+use crate::dirlock;
 use crate::escape::decode_row;
 use crate::failure::{CmdResult, Failure};
 use clap::Args;
@@ -43,8 +44,10 @@ struct Tally {
 }
 
 pub fn run(args: &LoadArgs) -> CmdResult {
-    let opts = args.config.options()?;
+    let opts = args.config.options_for(&args.dir)?;
     let dir = args.dir.display();
+    std::fs::create_dir_all(&args.dir).map_err(|e| Failure::op(format!("creating {dir}"), e))?;
+    let _lock = dirlock::lock(&args.dir)?;
     let db = Database::open_or_create(&args.dir, opts)
         .map_err(|e| Failure::engine(format!("opening {dir}"), e))?;
     let table = db

@@ -7,6 +7,7 @@
 
 mod check;
 mod config;
+mod dirlock;
 mod dump;
 mod escape;
 mod failure;

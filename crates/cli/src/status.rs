@@ -6,6 +6,7 @@
 //! free list, tables) describe the database itself. `--json` prints the engine's `Status`.
 
 use crate::config::ConfigArgs;
+use crate::dirlock;
 use crate::failure::{CmdResult, Failure};
 use clap::Args;
 use evenkeel::{Database, Status};
@@ -26,8 +27,9 @@ pub struct StatusArgs {
 }
 
 pub fn run(args: &StatusArgs) -> CmdResult {
-    let opts = args.config.options()?;
+    let opts = args.config.options_for(&args.dir)?;
     let dir = args.dir.display();
+    let _lock = dirlock::lock(&args.dir)?;
     let db = Database::open(&args.dir, opts)
         .map_err(|e| Failure::engine(format!("opening {dir}"), e))?;
     let tables = db.tables().map_err(|e| Failure::op("listing tables", e))?;

@@ -561,3 +561,64 @@ fn options_lists_every_knob_with_default_range_and_doc() {
     expect_code(&alias, 0);
     assert_eq!(alias.stdout, out.stdout);
 }
+
+#[test]
+fn a_database_in_use_by_another_process_is_refused() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let d = dir_arg(tmp.path());
+    expect_code(&run(&["load", d, "-t", "t"], b"a\t1\n"), 0);
+    let lock = tmp.path().join("evenkeel.lock");
+    assert!(!lock.exists(), "a finished command leaves no lock");
+
+    // This test process is alive: its lock holds.
+    std::fs::write(&lock, format!("{}\n", std::process::id())).expect("write lock");
+    for args in [
+        vec!["load", d, "-t", "t"],
+        vec!["dump", d, "-t", "t"],
+        vec!["status", d],
+        vec!["check", d],
+    ] {
+        let out = run(&args, b"b\t2\n");
+        expect_code(&out, 1);
+        assert!(
+            text(&out.stderr).contains("in use by process"),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+    }
+
+    // A finished process's lock is stale and taken over.
+    let mut child = evenkeel()
+        .arg("--version")
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let dead = child.id();
+    child.wait().expect("wait");
+    std::fs::write(&lock, format!("{dead}\n")).expect("write lock");
+    expect_code(&run(&["load", d, "-t", "t"], b"b\t2\n"), 0);
+    assert!(!lock.exists());
+    assert_eq!(
+        text(&run(&["dump", d, "-t", "t"], b"").stdout),
+        "a\t1\nb\t2\n"
+    );
+}
+
+#[test]
+fn an_existing_database_is_validated_with_its_own_page_size() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let d = dir_arg(tmp.path());
+    // 256K holds 64 frames of 4K but only 16 of the default 16K.
+    let small = ["--set", "buffer_pool_size=256K"];
+    let create = [&["load", d, "-t", "t", "--set", "page_size=4K"][..], &small].concat();
+    expect_code(&run(&create, b"a\t1\n"), 0);
+    expect_code(
+        &run(&[&["load", d, "-t", "t"][..], &small].concat(), b"b\t2\n"),
+        0,
+    );
+    expect_code(&run(&[&["status", d][..], &small].concat(), b""), 0);
+    let other = run(&["dump", d, "-t", "t", "--set", "page_size=8K"], b"");
+    expect_code(&other, 0);
+    assert!(text(&other.stderr).contains("existing database has page_size 4096"));
+    assert_eq!(text(&other.stdout), "a\t1\nb\t2\n");
+}
