@@ -129,7 +129,12 @@ pub fn render(s: &Status, tables: &[String]) -> String {
     section(&mut o, "LOG");
     let _ = writeln!(o, "Log sequence number {} (no redo log yet)", s.lsn);
     section(&mut o, "TABLES");
-    let _ = writeln!(o, "Tables {}: {}", s.tables, tables.join(", "));
+    let names = if tables.is_empty() {
+        "(none)".to_string()
+    } else {
+        tables.join(", ")
+    };
+    let _ = writeln!(o, "Tables {}: {names}", s.tables);
     section(&mut o, "ROW OPERATIONS");
     let _ = writeln!(
         o,
