@@ -1,0 +1,624 @@
+//! End-to-end tests of the `evenkeel` binary: each runs the built command on a temporary
+//! directory and checks its output and exit code (0 ok, 1 failure, 2 usage, 3 damage).
+//!
+//! The tests encode and decode the line format themselves, independently of the binary's
+//! `escape` module, so a bug shared by both directions of the binary cannot hide here.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+fn evenkeel() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_evenkeel"))
+}
+
+/// Runs the binary with `args`, feeding `stdin`.
+fn run(args: &[&str], stdin: &[u8]) -> Output {
+    let mut child = evenkeel()
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn evenkeel");
+    let mut input = child.stdin.take().expect("stdin");
+    let data = stdin.to_vec();
+    let feeder = std::thread::spawn(move || {
+        let _ = input.write_all(&data);
+    });
+    let out = child.wait_with_output().expect("wait for evenkeel");
+    feeder.join().expect("stdin feeder");
+    out
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Asserts the exit code, showing both streams when it differs.
+fn expect_code(out: &Output, code: i32) {
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "stdout:\n{}\nstderr:\n{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+}
+
+fn dir_arg(p: &Path) -> &str {
+    p.to_str().expect("utf-8 temp path")
+}
+
+/// The most defensive encoding: every byte as `\xHH`. The binary must accept it.
+fn encode_all_hex(out: &mut Vec<u8>, field: &[u8]) {
+    for b in field {
+        out.extend_from_slice(format!("\\x{b:02X}").as_bytes());
+    }
+}
+
+/// Decodes a dump into rows, failing on anything but the four documented escapes.
+fn decode_dump(dump: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let field = |f: &[u8]| {
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < f.len() {
+            if f[i] != b'\\' {
+                out.push(f[i]);
+                i += 1;
+                continue;
+            }
+            match f[i + 1] {
+                b't' => out.push(b'\t'),
+                b'n' => out.push(b'\n'),
+                b'\\' => out.push(b'\\'),
+                b'x' => {
+                    let hex = std::str::from_utf8(&f[i + 2..i + 4]).expect("hex");
+                    out.push(u8::from_str_radix(hex, 16).expect("hex"));
+                    i += 2;
+                }
+                other => panic!("unexpected escape \\{}", other as char),
+            }
+            i += 2;
+        }
+        out
+    };
+    assert!(dump.is_empty() || dump.ends_with(b"\n"));
+    dump.split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|line| {
+            let tabs: Vec<usize> = (0..line.len()).filter(|&i| line[i] == b'\t').collect();
+            assert_eq!(tabs.len(), 1, "one raw TAB per line: {:?}", text(line));
+            (field(&line[..tabs[0]]), field(&line[tabs[0] + 1..]))
+        })
+        .collect()
+}
+
+/// Rows no naive line format survives, plus values spanning several 4 KiB pages.
+fn nasty_rows() -> BTreeMap<Vec<u8>, Vec<u8>> {
+    let mut rows = BTreeMap::new();
+    let all_bytes: Vec<u8> = (0..=255u8).collect();
+    rows.insert(b"tab\there".to_vec(), b"value\twith\ttabs".to_vec());
+    rows.insert(b"new\nline".to_vec(), b"line1\nline2\n".to_vec());
+    rows.insert(b"back\\slash\\".to_vec(), b"\\t is not a tab \\".to_vec());
+    rows.insert(vec![0xff, 0xfe, 0x00], vec![0xff; 10]);
+    rows.insert(b"empty value".to_vec(), Vec::new());
+    rows.insert(Vec::new(), b"empty key".to_vec());
+    rows.insert(b"every byte".to_vec(), all_bytes.clone());
+    rows.insert("utf-8 \u{e9}\u{1F600}".into(), "\u{fffd} ok".into());
+    rows.insert(b"\\x41 literal".to_vec(), b"\\xZZ".to_vec());
+    for i in 0..3u8 {
+        let big: Vec<u8> = all_bytes
+            .iter()
+            .cycle()
+            .take(5_000 * (i as usize + 2))
+            .copied()
+            .collect();
+        rows.insert(vec![b'b', b'i', b'g', i, b'\n'], big);
+    }
+    for i in 0..500u32 {
+        rows.insert(
+            format!("row{i:05}").into_bytes(),
+            format!("v{i}\t\\").into_bytes(),
+        );
+    }
+    rows
+}
+
+#[test]
+fn load_dump_round_trip_is_exact_with_nasty_bytes() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+    let rows = nasty_rows();
+    let mut input = Vec::new();
+    for (k, v) in &rows {
+        encode_all_hex(&mut input, k);
+        input.push(b'\t');
+        encode_all_hex(&mut input, v);
+        input.push(b'\n');
+    }
+    let set4k = ["--set", "page_size=4K"];
+    let load = run(
+        &[
+            &["load", dir_arg(&a), "--table", "t", "--batch", "7"][..],
+            &set4k,
+        ]
+        .concat(),
+        &input,
+    );
+    expect_code(&load, 0);
+    let summary = text(&load.stderr);
+    let commits = rows.len().div_ceil(7);
+    assert!(
+        summary.contains(&format!("loaded {} lines", rows.len())),
+        "{summary}"
+    );
+    assert!(
+        summary.contains(&format!("in {commits} commits")),
+        "{summary}"
+    );
+    assert!(summary.contains("rows/s"), "{summary}");
+
+    let dump_a = run(&["dump", dir_arg(&a), "--table", "t"], b"");
+    expect_code(&dump_a, 0);
+    let decoded: BTreeMap<_, _> = decode_dump(&dump_a.stdout).into_iter().collect();
+    assert_eq!(decoded.len(), rows.len());
+    assert!(decoded == rows, "dump does not hold the loaded rows");
+
+    // The dump, loaded elsewhere and dumped again, is byte-identical.
+    expect_code(
+        &run(&["load", dir_arg(&b), "-t", "copy"], &dump_a.stdout),
+        0,
+    );
+    let dump_b = run(&["dump", dir_arg(&b), "-t", "copy"], b"");
+    expect_code(&dump_b, 0);
+    assert!(dump_a.stdout == dump_b.stdout, "second dump differs");
+    // Readable parts stay readable.
+    let shown = text(&dump_a.stdout);
+    assert!(
+        shown.contains("tab\\there\tvalue\\twith\\ttabs\n"),
+        "{shown}"
+    );
+    assert!(shown.contains("\\xff\\xfe\\x00\t"), "{shown}");
+}
+
+#[test]
+fn load_replaces_existing_keys_and_adds_to_existing_tables() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let d = dir_arg(tmp.path());
+    expect_code(&run(&["load", d, "-t", "t"], b"a\t1\nb\t2\n"), 0);
+    expect_code(&run(&["load", d, "-t", "t"], b"b\t3\nc\t4"), 0);
+    let dump = run(&["dump", d, "-t", "t"], b"");
+    expect_code(&dump, 0);
+    assert_eq!(text(&dump.stdout), "a\t1\nb\t3\nc\t4\n");
+}
+
+#[test]
+fn check_passes_and_prints_row_and_page_counts() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let d = dir_arg(tmp.path());
+    let input: String = (0..3000)
+        .map(|i| format!("key{i:06}\tvalue {i}\n"))
+        .collect();
+    expect_code(&run(&["load", d, "-t", "orders"], input.as_bytes()), 0);
+    expect_code(&run(&["load", d, "-t", "items"], b"x\ty\n"), 0);
+    let out = run(&["check", d], b"");
+    expect_code(&out, 0);
+    let report = text(&out.stdout);
+    for needle in [
+        "rows",
+        "depth",
+        "leaf",
+        "internal",
+        "overflow",
+        "leaf fill",
+        "free pages",
+        "ok:",
+    ] {
+        assert!(report.contains(needle), "{needle}: {report}");
+    }
+    let orders = report
+        .lines()
+        .find(|l| l.starts_with("orders"))
+        .expect("orders row");
+    assert_eq!(orders.split_whitespace().nth(1), Some("3000"), "{report}");
+    let items = report
+        .lines()
+        .find(|l| l.starts_with("items"))
+        .expect("items row");
+    assert_eq!(items.split_whitespace().nth(1), Some("1"), "{report}");
+
+    let json = run(&["check", d, "--json"], b"");
+    expect_code(&json, 0);
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).expect("json");
+    let tables = v["tables"].as_array().expect("tables");
+    assert!(tables
+        .iter()
+        .any(|t| t["name"] == "orders" && t["rows"] == 3000));
+    assert_eq!(v["problems"].as_array().map(Vec::len), Some(0));
+}
+
+#[test]
+fn check_names_the_corrupted_page_and_exits_3() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let d = dir_arg(tmp.path());
+    let input: String = (0..2000).map(|i| format!("k{i:05}\t{i}\n")).collect();
+    expect_code(&run(&["load", d, "-t", "t"], input.as_bytes()), 0);
+    let path = tmp.path().join("evenkeel.data");
+    let mut data = std::fs::read(&path).expect("read data file");
+    let page_size = 16384;
+    assert!(data.len() >= 3 * page_size, "page 2 exists");
+    let middle = 2 * page_size + page_size / 2;
+    for b in &mut data[middle..middle + 8] {
+        *b ^= 0x5a;
+    }
+    std::fs::write(&path, &data).expect("write data file");
+
+    let out = run(&["check", d], b"");
+    expect_code(&out, 3);
+    let report = text(&out.stdout);
+    assert!(report.contains("evenkeel.data: page 2: C1"), "{report}");
+    assert!(
+        text(&out.stderr).contains("problem"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    let json = run(&["check", d, "--json"], b"");
+    expect_code(&json, 3);
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).expect("json");
+    assert!(v["problems"]
+        .as_array()
+        .expect("problems")
+        .iter()
+        .any(|p| p["page"] == 2));
+}
+
+#[test]
+fn commands_on_a_directory_without_a_database_fail_clearly() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let d = dir_arg(tmp.path());
+    for args in [
+        vec!["check", d],
+        vec!["status", d],
+        vec!["dump", d, "-t", "t"],
+    ] {
+        let out = run(&args, b"");
+        expect_code(&out, 1);
+        let err = text(&out.stderr);
+        assert!(err.contains("no database here"), "{args:?}: {err}");
+    }
+    let missing = tmp.path().join("missing");
+    let out = run(&["check", dir_arg(&missing)], b"");
+    expect_code(&out, 1);
+    assert!(text(&out.stderr).contains("missing"));
+}
+
+#[test]
+fn a_garbage_header_is_damage() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    std::fs::write(tmp.path().join("evenkeel.data"), vec![0xabu8; 65536]).expect("write");
+    let out = run(&["check", dir_arg(tmp.path())], b"");
+    expect_code(&out, 3);
+    assert!(
+        text(&out.stderr).contains("page 0"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn status_prints_innodb_like_sections_and_json() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let d = dir_arg(tmp.path());
+    expect_code(&run(&["load", d, "-t", "t"], b"a\t1\n"), 0);
+    let out = run(&["status", d, "--set", "buffer_pool_size=8M"], b"");
+    expect_code(&out, 0);
+    let s = text(&out.stdout);
+    for needle in [
+        "BUFFER POOL AND MEMORY",
+        "Buffer pool size   8388608 bytes, 512 frames",
+        "Dirty pages",
+        "made young",
+        "FILE",
+        "per-page overhead",
+        "free-list pages",
+        "TABLES",
+        "Tables 1: t",
+        "ROW OPERATIONS",
+        "Commits",
+    ] {
+        assert!(s.contains(needle), "{needle}:\n{s}");
+    }
+    let json = run(&["status", d, "--json"], b"");
+    expect_code(&json, 0);
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).expect("json");
+    assert_eq!(v["tables"], 1);
+    assert_eq!(v["page_size"], 16384);
+    assert!(v["buffer"]["frames"].as_u64().is_some());
+}
+
+#[test]
+fn bad_options_fail_with_exit_2_naming_the_option_and_range() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let d = dir_arg(tmp.path());
+    let cases: [(&[&str], &[&str]); 4] = [
+        (
+            &["--set", "no_such_knob=1"],
+            &["no_such_knob", "buffer_pool_size"],
+        ),
+        (
+            &["--set", "old_blocks_pct=200"],
+            &["old_blocks_pct", "from 5 to 95"],
+        ),
+        (
+            &["--set", "buffer_pool_size"],
+            &["buffer_pool_size", "name=value"],
+        ),
+        (
+            &["--set", "innodb_page_size=3000"],
+            &["page_size", "one of 4096"],
+        ),
+    ];
+    for (flags, needles) in cases {
+        for cmd in ["load", "status", "dump"] {
+            let args = [&[cmd, d, "-t", "t"][..], flags].concat();
+            let args: Vec<&str> = if cmd == "status" {
+                args.into_iter()
+                    .filter(|a| *a != "-t" && *a != "t")
+                    .collect()
+            } else {
+                args
+            };
+            let out = run(&args, b"a\tb\n");
+            expect_code(&out, 2);
+            let err = text(&out.stderr);
+            for n in needles {
+                assert!(err.contains(n), "{args:?}: {n}: {err}");
+            }
+        }
+    }
+    assert!(
+        !tmp.path().join("evenkeel.data").exists(),
+        "nothing was created"
+    );
+
+    let config = tmp.path().join("bad.toml");
+    std::fs::write(&config, "buffer_pool_instances = 99\n").expect("write config");
+    let out = run(&["status", d, "--config", dir_arg(&config)], b"");
+    expect_code(&out, 2);
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("buffer_pool_instances") && err.contains("from 1 to 64"),
+        "{err}"
+    );
+
+    let out = run(&["load", d, "-t", "t", "--batch", "0"], b"");
+    expect_code(&out, 2);
+    assert!(text(&out.stderr).contains("1..=1000000"));
+}
+
+#[test]
+fn a_config_file_and_sets_are_applied_in_order() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let config = tmp.path().join("evenkeel.toml");
+    std::fs::write(
+        &config,
+        "innodb_page_size = \"8K\"\nbuffer_pool_size = \"4M\"\n",
+    )
+    .expect("write");
+    let db = tmp.path().join("db");
+    let c = dir_arg(&config);
+    let load = run(
+        &[
+            "load",
+            dir_arg(&db),
+            "-t",
+            "t",
+            "--config",
+            c,
+            "--set",
+            "page_size=4K",
+        ],
+        b"a\tb\n",
+    );
+    expect_code(&load, 0);
+    let check = run(&["check", dir_arg(&db)], b"");
+    expect_code(&check, 0);
+    assert!(
+        text(&check.stdout).starts_with("page size 4096 bytes"),
+        "{}",
+        text(&check.stdout)
+    );
+    let opts = run(&["options", "--config", c], b"");
+    expect_code(&opts, 0);
+    assert!(
+        text(&opts.stdout).contains("value:   8192"),
+        "{}",
+        text(&opts.stdout)
+    );
+}
+
+#[test]
+fn a_malformed_line_stops_the_load_naming_its_number() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let d = dir_arg(tmp.path());
+    for (input, needle) in [
+        (
+            &b"a\t1\nb\t2\nno tab on this line\nd\t4\n"[..],
+            "line 3: no TAB",
+        ),
+        (b"a\t1\nb\\q\t2\n", "line 2: bad escape `\\q`"),
+        (b"a\t1\tx\n", "line 1: more than one TAB"),
+        (b"a\t1\n\nb\t2\n", "line 2: no TAB"),
+        (b"a\t\\x4g\n", "line 1: bad escape `\\x4g`"),
+    ] {
+        let out = run(&["load", d, "-t", "t", "--batch", "1"], input);
+        expect_code(&out, 1);
+        let err = text(&out.stderr);
+        assert!(err.contains(needle), "{needle}: {err}");
+    }
+    // Batches before the bad line are committed; the database is still sound.
+    let dump = run(&["dump", d, "-t", "t"], b"");
+    expect_code(&dump, 0);
+    assert_eq!(text(&dump.stdout), "a\t1\nb\t2\n");
+    expect_code(&run(&["check", d], b""), 0);
+}
+
+#[test]
+fn a_key_over_the_limit_names_the_line_and_limit() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let d = dir_arg(tmp.path());
+    let input = format!("ok\t1\n{}\tv\n", "k".repeat(5000));
+    let out = run(
+        &["load", d, "-t", "t", "--set", "page_size=4K"],
+        input.as_bytes(),
+    );
+    expect_code(&out, 1);
+    let err = text(&out.stderr);
+    assert!(err.contains("line 2") && err.contains("512"), "{err}");
+}
+
+#[test]
+fn dump_into_a_closed_pipe_exits_quietly() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let d = dir_arg(tmp.path());
+    let input: String = (0..20_000)
+        .map(|i| format!("key{i:08}\t{}\n", "v".repeat(60)))
+        .collect();
+    expect_code(
+        &run(&["load", d, "-t", "t", "--batch", "5000"], input.as_bytes()),
+        0,
+    );
+    let mut child = evenkeel()
+        .args(["dump", d, "-t", "t"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn dump");
+    let mut stdout = child.stdout.take().expect("stdout");
+    let mut first = [0u8; 100];
+    stdout.read_exact(&mut first).expect("read the first bytes");
+    assert!(first.starts_with(b"key00000000\t"));
+    drop(stdout);
+    let out = child.wait_with_output().expect("wait for dump");
+    expect_code(&out, 0);
+    assert_eq!(text(&out.stderr), "");
+}
+
+#[test]
+fn every_command_has_help_and_only_working_commands_are_listed() {
+    let top = run(&["--help"], b"");
+    expect_code(&top, 0);
+    let listed: Vec<String> = text(&top.stdout)
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .collect();
+    assert_eq!(
+        listed,
+        ["load", "dump", "check", "status", "options", "help"]
+    );
+    for cmd in ["load", "dump", "check", "status", "options", "help-options"] {
+        let out = run(&[cmd, "--help"], b"");
+        expect_code(&out, 0);
+        assert!(text(&out.stdout).contains("Usage: evenkeel"), "{cmd}");
+        let short = run(&["help", cmd], b"");
+        expect_code(&short, 0);
+    }
+    for cmd in ["load", "dump", "status", "options"] {
+        let help = text(&run(&[cmd, "--help"], b"").stdout);
+        assert!(
+            help.contains("--config <FILE>") && help.contains("--set <NAME=VALUE>"),
+            "{cmd}"
+        );
+    }
+    let out = run(&["frobnicate"], b"");
+    expect_code(&out, 2);
+}
+
+#[test]
+fn options_lists_every_knob_with_default_range_and_doc() {
+    let out = run(&["options"], b"");
+    expect_code(&out, 0);
+    let s = text(&out.stdout);
+    for knob in [
+        "page_size",
+        "buffer_pool_size",
+        "buffer_pool_instances",
+        "flush_method",
+    ] {
+        assert!(s.lines().any(|l| l == knob), "{knob}: {s}");
+    }
+    assert!(
+        s.contains("default: 128M") && s.contains("valid:   a size from 256K to 1T"),
+        "{s}"
+    );
+    let alias = run(&["help-options"], b"");
+    expect_code(&alias, 0);
+    assert_eq!(alias.stdout, out.stdout);
+}
+
+#[test]
+fn a_database_in_use_by_another_process_is_refused() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let d = dir_arg(tmp.path());
+    expect_code(&run(&["load", d, "-t", "t"], b"a\t1\n"), 0);
+    let lock = tmp.path().join("evenkeel.lock");
+    assert!(!lock.exists(), "a finished command leaves no lock");
+
+    // This test process is alive: its lock holds.
+    std::fs::write(&lock, format!("{}\n", std::process::id())).expect("write lock");
+    for args in [
+        vec!["load", d, "-t", "t"],
+        vec!["dump", d, "-t", "t"],
+        vec!["status", d],
+        vec!["check", d],
+    ] {
+        let out = run(&args, b"b\t2\n");
+        expect_code(&out, 1);
+        assert!(
+            text(&out.stderr).contains("in use by process"),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+    }
+
+    // A finished process's lock is stale and taken over.
+    let mut child = evenkeel()
+        .arg("--version")
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let dead = child.id();
+    child.wait().expect("wait");
+    std::fs::write(&lock, format!("{dead}\n")).expect("write lock");
+    expect_code(&run(&["load", d, "-t", "t"], b"b\t2\n"), 0);
+    assert!(!lock.exists());
+    assert_eq!(
+        text(&run(&["dump", d, "-t", "t"], b"").stdout),
+        "a\t1\nb\t2\n"
+    );
+}
+
+#[test]
+fn an_existing_database_is_validated_with_its_own_page_size() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let d = dir_arg(tmp.path());
+    // 256K holds 64 frames of 4K but only 16 of the default 16K.
+    let small = ["--set", "buffer_pool_size=256K"];
+    let create = [&["load", d, "-t", "t", "--set", "page_size=4K"][..], &small].concat();
+    expect_code(&run(&create, b"a\t1\n"), 0);
+    expect_code(
+        &run(&[&["load", d, "-t", "t"][..], &small].concat(), b"b\t2\n"),
+        0,
+    );
+    expect_code(&run(&[&["status", d][..], &small].concat(), b""), 0);
+    let other = run(&["dump", d, "-t", "t", "--set", "page_size=8K"], b"");
+    expect_code(&other, 0);
+    assert!(text(&other.stderr).contains("existing database has page_size 4096"));
+    assert_eq!(text(&other.stdout), "a\t1\nb\t2\n");
+}
