@@ -60,8 +60,9 @@ pub struct ModelDriver {
     state: Arc<Mutex<State>>,
     txn_lock: Arc<TxnLock>,
     counters: Arc<Counters>,
-    /// Probability that a commit fails with a retryable error (its writes are undone).
-    retryable_commit_failure: f64,
+    /// Probability that a commit fails with a retryable error (its writes are undone), as
+    /// `f64` bits so tests can change it after loading.
+    retryable_commit_failure: Arc<AtomicU64>,
 }
 
 impl ModelDriver {
@@ -69,9 +70,14 @@ impl ModelDriver {
         Self::default()
     }
 
-    /// A model whose commits fail with a retryable "deadlock" with probability `p`.
-    pub fn with_retryable_failures(p: f64) -> Self {
-        ModelDriver { retryable_commit_failure: p, ..Self::default() }
+    /// From now on, commits that wrote something fail with a retryable "deadlock" with
+    /// probability `p`.
+    pub fn set_retryable_failures(&self, p: f64) {
+        self.retryable_commit_failure.store(p.to_bits(), Ordering::Relaxed);
+    }
+
+    fn failure_p(&self) -> f64 {
+        f64::from_bits(self.retryable_commit_failure.load(Ordering::Relaxed))
     }
 
     /// Number of rows in a table (for tests).
@@ -134,7 +140,7 @@ impl Driver for ModelDriver {
             txn_lock: self.txn_lock.clone(),
             undo: Vec::new(),
             counters: self.counters.clone(),
-            fail_p: self.retryable_commit_failure,
+            fail_p: self.failure_p(),
         }))
     }
 
@@ -148,7 +154,7 @@ impl Driver for ModelDriver {
     }
 
     fn config(&self) -> Vec<(String, String)> {
-        vec![("retryable_commit_failure".into(), self.retryable_commit_failure.to_string())]
+        vec![("retryable_commit_failure".into(), self.failure_p().to_string())]
     }
 
     fn close(&self) -> DriverResult<()> {

@@ -13,3 +13,5 @@ pub mod random;
 pub mod scale;
 pub mod schema;
 pub mod stock_level;
+pub mod check;
+pub mod client;
