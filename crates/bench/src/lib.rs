@@ -15,6 +15,10 @@ pub mod codec;
 pub mod driver;
 pub mod error;
 pub mod recorder;
+pub mod report;
+pub mod run;
+pub mod sampler;
+pub mod stability;
 pub mod tpcc;
 
 pub use error::{BenchError, BenchResult, DriverError, ErrorClass};

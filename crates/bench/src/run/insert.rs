@@ -1,0 +1,1 @@
+//! `bench insert`: see `crate::insert`.
