@@ -11,9 +11,11 @@
 #![forbid(unsafe_code)]
 #![deny(clippy::unwrap_used)]
 
+pub mod cli;
 pub mod codec;
 pub mod driver;
 pub mod error;
+pub mod insert;
 pub mod recorder;
 pub mod report;
 pub mod run;
@@ -21,4 +23,9 @@ pub mod sampler;
 pub mod stability;
 pub mod tpcc;
 
+pub use cli::{run_bench, run_sweep, BenchCommand, CommonArgs, InsertArgs, SweepCommand, TpccArgs};
 pub use error::{BenchError, BenchResult, DriverError, ErrorClass};
+pub use run::engine::EngineSpec;
+pub use run::tpcc::tpcc_check_dir;
+pub use run::RunOutput;
+pub use tpcc::check::CheckReport;

@@ -7,6 +7,7 @@
 pub mod proc;
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use parking_lot::Mutex;
@@ -19,8 +20,9 @@ use proc::{dir_size, DiskCounters, ProcCounters, ProcReader};
 /// The recorders of all client threads of a run, plus what the sampler needs to label them.
 pub struct Clients {
     pub kind_names: Vec<&'static str>,
-    /// The kind whose completions are "throughput" (New-Order for TPC-C, inserts for iibench).
-    pub primary: usize,
+    /// The kind whose completions are "throughput" (New-Order for TPC-C, inserted rows for
+    /// iibench's insert steps, queries for its query step).
+    pub primary: AtomicUsize,
     pub recorders: Vec<Mutex<Recorder>>,
     /// The current phase or step name ("warmup", "run", "l.i0", ...).
     pub phase: Mutex<String>,
@@ -31,7 +33,7 @@ impl Clients {
         let n = kind_names.len();
         Clients {
             kind_names,
-            primary,
+            primary: AtomicUsize::new(primary),
             recorders: (0..clients).map(|_| Mutex::new(Recorder::new(n))).collect(),
             phase: Mutex::new(phase.to_string()),
         }
@@ -41,10 +43,22 @@ impl Clients {
         *self.phase.lock() = phase.to_string();
     }
 
-    /// Merge every client's recorder into `into` and reset them.
-    pub fn drain(&self, into: &mut Recorder) {
+    pub fn set_primary(&self, kind: usize) {
+        self.primary.store(kind, Ordering::Relaxed);
+    }
+
+    pub fn primary(&self) -> usize {
+        self.primary.load(Ordering::Relaxed)
+    }
+
+    /// Merge every client's recorder into `into` and reset them; `per_client[i]` gets client
+    /// i's completions of the primary kind.
+    pub fn drain(&self, into: &mut Recorder, per_client: &mut Vec<u64>) {
+        let primary = self.primary();
+        per_client.clear();
         for r in &self.recorders {
             let mut r = r.lock();
+            per_client.push(r.kinds.get(primary).map_or(0, |k| k.ok));
             into.merge(&r);
             r.reset();
         }
@@ -108,6 +122,7 @@ pub struct Sampler {
     started: Instant,
     last_at: Instant,
     interval: Recorder,
+    per_client: Vec<u64>,
     engine: EngineStats,
     proc_before: ProcCounters,
     disk_before: Option<DiskCounters>,
@@ -123,6 +138,7 @@ impl Sampler {
             started: now,
             last_at: now,
             interval: Recorder::new(clients.kind_names.len()),
+            per_client: Vec::new(),
             engine: driver.stats(),
             proc_before: reader.process(),
             disk_before: reader.disk(),
@@ -140,17 +156,22 @@ impl Sampler {
         &self.interval
     }
 
+    /// Each client's primary completions in the interval just sampled.
+    pub fn last_per_client(&self) -> &[u64] {
+        &self.per_client
+    }
+
     /// Sample now: everything since the previous tick.
     pub fn tick(&mut self, driver: &dyn Driver, clients: &Clients, warmup: bool) -> SampleRow {
         self.interval.reset();
-        clients.drain(&mut self.interval);
+        clients.drain(&mut self.interval, &mut self.per_client);
         let now = Instant::now();
         let secs = now.duration_since(self.last_at).as_secs_f64().max(1e-6);
         self.last_at = now;
         let e = driver.stats();
         let p = self.reader.process();
         let disk = self.reader.disk();
-        let prim = &self.interval.kinds[clients.primary.min(self.interval.kinds.len() - 1)];
+        let prim = &self.interval.kinds[clients.primary().min(self.interval.kinds.len() - 1)];
         let kinds = clients
             .kind_names
             .iter()
