@@ -10,7 +10,7 @@ use crate::error::{BenchError, BenchResult};
 use crate::sampler::{KindInterval, SampleRow};
 
 const FIXED: [&str; 29] = [
-    "t_s", "phase", "warmup", "ops", "ops_all", "retries", "failed", "lat_p50_ms", "lat_p95_ms",
+    "t_s", "phase", "excluded", "ops", "ops_all", "retries", "failed", "lat_p50_ms", "lat_p95_ms",
     "lat_p99_ms", "lat_max_ms", "checkpoint_age_bytes", "checkpoint_age_pct", "dirty_pct",
     "flushed_list_pages", "flushed_lru_pages", "flushed_sync_pages", "stall_ms", "pages_read",
     "pages_written", "cpu_pct", "rss_bytes", "io_read_bytes", "io_write_bytes", "dev_reads",
@@ -25,7 +25,7 @@ fn cells(r: &SampleRow) -> [String; 29] {
     [
         r.t_s.to_string(),
         r.phase.clone(),
-        u8::from(r.warmup).to_string(),
+        u8::from(r.excluded).to_string(),
         r.ops.to_string(),
         r.ops_all.to_string(),
         r.retries.to_string(),
@@ -112,7 +112,7 @@ pub fn read(text: &str) -> BenchResult<(Vec<SampleRow>, String)> {
         rows.push(SampleRow {
             t_s: int(0)?,
             phase: f[1].to_string(),
-            warmup: f[2] == "1",
+            excluded: f[2] == "1",
             ops: int(3)?,
             ops_all: int(4)?,
             retries: int(5)?,

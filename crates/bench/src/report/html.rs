@@ -131,7 +131,7 @@ pub fn render(s: &Summary, rows: &[SampleRow]) -> String {
     let _ = write!(o, "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>{}</title><style>{STYLE}</style></head><body>", esc(&title));
     let _ = write!(
         o,
-        "<h1>{}</h1><p>config hash <code>{}</code> &middot; {:.0} s measured after {:.0} s warmup &middot; {} {}</p>",
+        "<h1>{}</h1><p>config hash <code>{}</code> &middot; {:.0} s measured, {:.0} s excluded (warmup, partial seconds) &middot; {} {}</p>",
         esc(&title),
         esc(&s.config_hash),
         s.duration_s,

@@ -1,5 +1,5 @@
 //! summary.json: one run's figures. Stability figures come from the per-second primary
-//! throughput of the measured (non-warmup) seconds; per-op I/O and CPU divide totals over those
+//! throughput of the measured seconds (rows not marked `excluded`); per-op I/O and CPU divide totals over those
 //! seconds by the primary operations (New-Order for TPC-C, inserted rows for the insert
 //! benchmark), using device counters when the data directory's device is known and the
 //! process's /proc/self/io otherwise. seed 002's table columns (ips.av, ips.99, wKB/i, rKB/i,
@@ -102,9 +102,9 @@ pub fn config_hash(workload: &str, engine: &str, config: &BTreeMap<String, Strin
 }
 
 impl Summary {
-    /// Fill the common figures from the measured rows (warmup rows are skipped).
+    /// Fill the common figures from the measured rows (`excluded` rows are skipped).
     pub fn from_rows(workload: &str, engine: &str, config: BTreeMap<String, String>, op: &str, rows: &[SampleRow]) -> Summary {
-        let m: Vec<&SampleRow> = rows.iter().filter(|r| !r.warmup).collect();
+        let m: Vec<&SampleRow> = rows.iter().filter(|r| !r.excluded).collect();
         let series: Vec<f64> = m.iter().map(|r| r.ops as f64).collect();
         let st: Stability = stability(&series);
         let secs = m.len().max(1) as f64;

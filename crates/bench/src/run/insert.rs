@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use super::console::Console;
 use super::engine::{is_persistent, open_driver};
-use super::{config_map, require_positive, sleep_until_second, CommonOptions, DataDir, RunOutput};
+use super::{config_map, require_positive, wait_second, CommonOptions, DataDir, RunOutput};
 use crate::driver::Driver;
 use crate::error::BenchResult;
 use crate::insert::client::{query_loop, ClientState, KINDS, KIND_INDEX, KIND_INSERT, KIND_QUERY};
@@ -49,7 +49,6 @@ struct Run<'a> {
     clients: &'a Clients,
     sampler: Sampler,
     rows: Vec<SampleRow>,
-    sec: u64,
     con: Console,
 }
 
@@ -58,29 +57,36 @@ impl Run<'_> {
     fn sample_until(&mut self, done: &AtomicUsize, workers: usize, until: Option<Instant>, stop: &AtomicBool) -> Vec<Vec<u64>> {
         let n = self.clients.recorders.len();
         let mut per_client: Vec<Vec<u64>> = vec![Vec::new(); n];
-        let start = self.sampler.started();
-        loop {
-            let finished = done.load(Ordering::Relaxed) >= workers;
-            if finished || until.is_some_and(|u| Instant::now() >= u) {
-                stop.store(true, Ordering::Relaxed);
+        // Seconds are counted from the step's start, so every full row is one second long.
+        let start = Instant::now();
+        let finished = || done.load(Ordering::Relaxed) >= workers || until.is_some_and(|u| Instant::now() >= u);
+        let mut k = 0;
+        while wait_second(start, k + 1, &finished) {
+            k += 1;
+            self.tick(&mut per_client, false);
+            if finished() {
                 break;
             }
-            self.sec += 1;
-            sleep_until_second(start, self.sec);
-            self.tick(&mut per_client);
         }
+        stop.store(true, Ordering::Relaxed);
         per_client
     }
 
-    fn tick(&mut self, per_client: &mut [Vec<u64>]) {
-        let row = self.sampler.tick(self.d, self.clients, false);
-        for (series, &c) in per_client.iter_mut().zip(self.sampler.last_per_client()) {
-            series.push(c);
+    /// Sample; a partial second is `excluded` and kept out of the per-client series.
+    fn tick(&mut self, per_client: &mut [Vec<u64>], partial: bool) -> u64 {
+        let row = self.sampler.tick(self.d, self.clients, partial);
+        let counts = self.sampler.last_per_client();
+        if !partial {
+            for (series, &c) in per_client.iter_mut().zip(counts) {
+                series.push(c);
+            }
         }
+        let clients_ops: u64 = counts.iter().take(self.clients.recorders.len() / 2).sum();
         if !self.con_quiet_line(&row) {
-            self.con.set_position(self.sec);
+            self.con.set_position(self.sampler.started().elapsed().as_secs());
         }
         self.rows.push(row);
+        clients_ops
     }
 
     fn con_quiet_line(&self, r: &SampleRow) -> bool {
@@ -123,7 +129,7 @@ pub fn run_insert(o: &InsertOptions) -> BenchResult<RunOutput> {
     let clients = Clients::new(KINDS.to_vec(), KIND_INSERT, o.clients * 2, "l.i0");
     let data_dir = is_persistent(&o.common.engine.engine).then(|| dd.path.clone());
     let sampler = Sampler::new(d, &clients, data_dir);
-    let mut run = Run { d, clients: &clients, sampler, rows: Vec::new(), sec: 0, con: Console::new(o.common.quiet, o.common.json) };
+    let mut run = Run { d, clients: &clients, sampler, rows: Vec::new(), con: Console::new(o.common.quiet, o.common.json) };
     let total_s: u64 = o.steps.iter().map(|s| if *s == Step::QueryRange { o.query_seconds } else { o.max_step_seconds }).sum();
     run.con.start_bar(total_s, "insert");
     let mut steps = Vec::new();
@@ -208,10 +214,9 @@ fn run_step(o: &InsertOptions, run: &mut Run<'_>, states: &mut [ClientState], st
             n = per_client.iter().take(o.clients).flatten().sum();
         }
         // The partial last second, so every op of the step is in some row.
-        run.sec += 1;
-        run.tick(&mut per_client);
+        let last = run.tick(&mut per_client, true);
         if step == Step::QueryRange {
-            n += per_client.iter().take(o.clients).filter_map(|s| s.last()).sum::<u64>();
+            n += last;
         }
         Ok((n, per_client))
     })

@@ -72,6 +72,22 @@ pub fn sleep_until_second(start: Instant, n: u64) {
     }
 }
 
+/// Sleep until `start + n` seconds or until `done()` turns true (polled every 20 ms);
+/// true when the second was reached.
+pub fn wait_second(start: Instant, n: u64, done: &dyn Fn() -> bool) -> bool {
+    let at = start + Duration::from_secs(n);
+    loop {
+        let now = Instant::now();
+        if now >= at {
+            return true;
+        }
+        if done() {
+            return false;
+        }
+        std::thread::sleep((at - now).min(Duration::from_millis(20)));
+    }
+}
+
 /// The configuration shown in reports and hashed: workload parameters then engine settings.
 pub fn config_map(workload: &[(&str, String)], engine: Vec<(String, String)>, spec: &EngineSpec) -> BTreeMap<String, String> {
     let mut m: BTreeMap<String, String> = workload.iter().map(|(k, v)| (format!("bench.{k}"), v.clone())).collect();

@@ -81,7 +81,8 @@ pub struct SampleRow {
     /// Seconds since the run started, at the end of this interval.
     pub t_s: u64,
     pub phase: String,
-    pub warmup: bool,
+    /// Left out of the figures: a warmup second, or the partial last second of a step.
+    pub excluded: bool,
     /// Completions of the primary kind in this interval.
     pub ops: u64,
     /// Completions of all kinds.
@@ -162,7 +163,7 @@ impl Sampler {
     }
 
     /// Sample now: everything since the previous tick.
-    pub fn tick(&mut self, driver: &dyn Driver, clients: &Clients, warmup: bool) -> SampleRow {
+    pub fn tick(&mut self, driver: &dyn Driver, clients: &Clients, excluded: bool) -> SampleRow {
         self.interval.reset();
         clients.drain(&mut self.interval, &mut self.per_client);
         let now = Instant::now();
@@ -188,7 +189,7 @@ impl Sampler {
         let row = SampleRow {
             t_s: now.duration_since(self.started).as_secs_f64().round() as u64,
             phase: clients.phase.lock().clone(),
-            warmup,
+            excluded,
             ops: prim.ok,
             ops_all: self.interval.kinds.iter().map(|k| k.ok).sum(),
             retries: self.interval.kinds.iter().map(|k| k.retries).sum(),
