@@ -3,7 +3,9 @@
 //! Operating errors carry context (file, page, limit) so the message alone tells a user what
 //! went wrong and what the valid range is; bugs panic instead of becoming errors.
 
+use crate::types::{TableId, TxnId};
 use std::path::PathBuf;
+use std::time::Duration;
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -31,6 +33,33 @@ pub enum Error {
         name: String,
         value: String,
         expected: String,
+    },
+    #[error("invalid configuration in {origin}: {reason}")]
+    InvalidConfig { origin: String, reason: String },
+    #[error(
+        "lock wait timeout: txn {txn} waited {waited:?} for a lock on table {table}, over the \
+         limit of {limit:?}; roll the transaction back and retry it"
+    )]
+    LockWaitTimeout {
+        txn: TxnId,
+        table: TableId,
+        waited: Duration,
+        limit: Duration,
+    },
+    #[error(
+        "deadlock: {} (each waits for a lock held or requested earlier by the next); txn \
+         {victim}, whose request would close the cycle, was refused: roll it back and retry",
+        cycle_text(.cycle)
+    )]
+    Deadlock { victim: TxnId, cycle: Vec<TxnId> },
+    #[error(
+        "lock table memory exhausted: {used} bytes in use + {requested} requested is over the \
+         limit of {limit} bytes; commit in smaller transactions or raise the limit"
+    )]
+    LockMemoryExhausted {
+        used: usize,
+        requested: usize,
+        limit: usize,
     },
     #[error("key of {len} bytes is over the limit of {max} bytes for page_size {page_size}")]
     KeyTooLarge {
@@ -69,4 +98,13 @@ impl Error {
             reason: reason.into(),
         }
     }
+}
+
+/// "txn 3 -> txn 7 -> txn 3": the cycle closed back on its first member.
+fn cycle_text(cycle: &[TxnId]) -> String {
+    let mut text: Vec<String> = cycle.iter().map(|t| format!("txn {t}")).collect();
+    if let Some(first) = cycle.first() {
+        text.push(format!("txn {first}"));
+    }
+    text.join(" -> ")
 }

@@ -15,10 +15,22 @@
 
 #![deny(clippy::unwrap_used)]
 
+pub mod btree;
+pub mod buffer;
+pub mod catalog;
+pub mod check;
+pub mod db;
 pub mod error;
 pub mod io;
+pub mod metrics;
+pub mod mtr;
 pub mod options;
+pub mod page;
+pub mod space;
+pub mod txn;
 pub mod types;
 
+pub use db::{check_dir, Database, Status, Table};
 pub use error::{Error, Result};
 pub use options::Options;
+pub use txn::transaction::{Scan, Transaction};

@@ -1,0 +1,748 @@
+//! Options: every knob the engine reads, declared once in the `knobs!` table below.
+//!
+//! One row gives a knob its field in [`Options`], its default, its kind (how its text is parsed,
+//! range-checked and printed) and its one-line doc; parsing from TOML and from `name=value`
+//! pairs, `describe`, `help` and `validate` are all driven by that table, so adding a knob is
+//! adding a row. What must stay true: only knobs whose feature exists are in the table (a knob
+//! that is parsed but ignored is a defect); every default is inside its own range (tested);
+//! names are matched case-insensitively with `-` = `_` and an optional `innodb_` prefix, so a
+//! my.cnf reader feels at home; every rejection says the valid range or set.
+
+use crate::error::{Error, Result};
+use crate::io::FlushMethod;
+use std::collections::HashMap;
+use std::path::Path;
+
+const KIB: u64 = 1 << 10;
+const MIB: u64 = 1 << 20;
+const GIB: u64 = 1 << 30;
+const TIB: u64 = 1 << 40;
+
+/// Each buffer-pool instance needs at least this many frames to have an LRU worth the name.
+pub const MIN_PAGES_PER_INSTANCE: u64 = 64;
+
+/// How a knob's text is parsed, checked and printed. Values travel as `u64`; [`KnobValue`]
+/// converts them to and from the field's own type.
+#[derive(Clone, Copy, Debug)]
+enum Kind {
+    /// Bytes, plain or with a suffix (K, M, G, T or KiB, MiB, GiB, TiB; all powers of 1024).
+    Size { min: u64, max: u64 },
+    /// One of a few sizes, written as bytes or with a suffix.
+    SizeChoice(&'static [u64]),
+    /// A plain integer in `min..=max`; `unit` (may be empty) is said in the expected text.
+    Int {
+        min: u64,
+        max: u64,
+        unit: &'static str,
+    },
+    /// on/off/true/false/1/0; the value is 0 or 1. No knob uses it yet; the parser is tested.
+    #[allow(dead_code)]
+    Bool,
+    /// One of the names (case-insensitive, `-` = `_`); the value is the index.
+    Name(&'static [&'static str]),
+}
+
+impl Kind {
+    fn parse(self, raw: &str) -> Option<u64> {
+        let raw = raw.trim();
+        let value = match self {
+            Kind::Size { .. } | Kind::SizeChoice(_) => parse_size(raw)?,
+            Kind::Int { .. } => raw.parse::<u64>().ok()?,
+            Kind::Bool => u64::from(parse_bool(raw)?),
+            Kind::Name(names) => {
+                let want = raw.replace('-', "_");
+                names.iter().position(|n| n.eq_ignore_ascii_case(&want))? as u64
+            }
+        };
+        self.accepts(value).then_some(value)
+    }
+
+    fn accepts(self, v: u64) -> bool {
+        match self {
+            Kind::Size { min, max } | Kind::Int { min, max, .. } => (min..=max).contains(&v),
+            Kind::SizeChoice(choices) => choices.contains(&v),
+            Kind::Bool => v <= 1,
+            Kind::Name(names) => v < names.len() as u64,
+        }
+    }
+
+    fn format(self, v: u64) -> String {
+        match self {
+            Kind::Size { .. } => format_size(v),
+            Kind::SizeChoice(_) | Kind::Int { .. } => v.to_string(),
+            Kind::Bool => if v == 0 { "off" } else { "on" }.to_string(),
+            Kind::Name(names) => usize::try_from(v)
+                .ok()
+                .and_then(|i| names.get(i))
+                .map_or_else(|| v.to_string(), |n| n.to_string()),
+        }
+    }
+
+    /// The valid range or set, as said in errors and in `help`.
+    fn expected(self) -> String {
+        match self {
+            Kind::Size { min, max } => format!(
+                "a size from {} to {} (bytes, or with suffix K, M, G, T)",
+                format_size(min),
+                format_size(max)
+            ),
+            Kind::SizeChoice(choices) => {
+                let list: Vec<String> = choices.iter().map(u64::to_string).collect();
+                let (first, last) = (choices.first(), choices.last());
+                let short = match (first, last) {
+                    (Some(&a), Some(&b)) => format!(" (or {}..{})", format_size(a), format_size(b)),
+                    _ => String::new(),
+                };
+                format!("one of {}{short}", list.join(", "))
+            }
+            Kind::Int { min, max, unit: "" } => format!("an integer from {min} to {max}"),
+            Kind::Int { min, max, unit } => format!("an integer from {min} to {max} ({unit})"),
+            Kind::Bool => "one of on, off, true, false, 1, 0".to_string(),
+            Kind::Name(names) => format!("one of {}", names.join(", ")),
+        }
+    }
+}
+
+/// Bytes, or a number with a K/M/G/T (KiB..TiB) suffix, case-insensitive, as my.cnf reads them.
+fn parse_size(raw: &str) -> Option<u64> {
+    let split = raw.find(|c: char| !c.is_ascii_digit()).unwrap_or(raw.len());
+    let (digits, suffix) = raw.split_at(split);
+    let number: u64 = digits.parse().ok()?;
+    let multiplier = match suffix.trim().to_ascii_uppercase().as_str() {
+        "" => 1,
+        "K" | "KIB" => KIB,
+        "M" | "MIB" => MIB,
+        "G" | "GIB" => GIB,
+        "T" | "TIB" => TIB,
+        _ => return None,
+    };
+    number.checked_mul(multiplier)
+}
+
+/// The largest suffix that divides `v` exactly: 128M, 1T, 3000 (bytes).
+fn format_size(v: u64) -> String {
+    for (unit, suffix) in [(TIB, "T"), (GIB, "G"), (MIB, "M"), (KIB, "K")] {
+        if v >= unit && (v / unit) * unit == v {
+            return format!("{}{suffix}", v / unit);
+        }
+    }
+    v.to_string()
+}
+
+fn parse_bool(raw: &str) -> Option<bool> {
+    match raw.to_ascii_lowercase().as_str() {
+        "on" | "true" | "1" => Some(true),
+        "off" | "false" | "0" => Some(false),
+        _ => None,
+    }
+}
+
+/// Converts a field's type to and from the `u64` a [`Kind`] works with. Values reaching
+/// `from_knob` have passed `Kind::accepts`, so the saturating fallbacks are never taken.
+trait KnobValue {
+    fn to_knob(&self) -> u64;
+    fn from_knob(v: u64) -> Self;
+}
+
+impl KnobValue for u64 {
+    fn to_knob(&self) -> u64 {
+        *self
+    }
+    fn from_knob(v: u64) -> Self {
+        v
+    }
+}
+
+impl KnobValue for u32 {
+    fn to_knob(&self) -> u64 {
+        u64::from(*self)
+    }
+    fn from_knob(v: u64) -> Self {
+        u32::try_from(v).unwrap_or(u32::MAX)
+    }
+}
+
+impl KnobValue for usize {
+    fn to_knob(&self) -> u64 {
+        u64::try_from(*self).unwrap_or(u64::MAX)
+    }
+    fn from_knob(v: u64) -> Self {
+        usize::try_from(v).unwrap_or(usize::MAX)
+    }
+}
+
+impl KnobValue for bool {
+    fn to_knob(&self) -> u64 {
+        u64::from(*self)
+    }
+    fn from_knob(v: u64) -> Self {
+        v != 0
+    }
+}
+
+/// Index into [`FlushMethod::NAMES`], the set its knob is declared with.
+impl KnobValue for FlushMethod {
+    fn to_knob(&self) -> u64 {
+        let index = FlushMethod::NAMES.iter().position(|n| *n == self.name());
+        index.map_or(u64::MAX, |i| i as u64)
+    }
+    fn from_knob(v: u64) -> Self {
+        usize::try_from(v)
+            .ok()
+            .and_then(|i| FlushMethod::NAMES.get(i))
+            .and_then(|n| FlushMethod::parse(n))
+            .unwrap_or_default()
+    }
+}
+
+/// One row of the table: everything known about a knob.
+struct Knob {
+    name: &'static str,
+    doc: &'static str,
+    kind: Kind,
+    get: fn(&Options) -> u64,
+    put: fn(&mut Options, u64),
+}
+
+macro_rules! knobs {
+    ($( $(#[doc = $doc:literal])+ $name:ident : $ty:ty = $default:expr, $kind:expr; )+) => {
+        /// The engine's configuration. Build it with `Default`, [`Options::from_toml_str`],
+        /// [`Options::from_toml_file`] or [`Options::apply_pairs`]; fields may also be set
+        /// directly, and [`Options::validate`] (run at open) checks them all.
+        #[derive(Clone, Debug, PartialEq)]
+        pub struct Options {
+            $( $(#[doc = $doc])+ pub $name: $ty, )+
+        }
+
+        impl Default for Options {
+            fn default() -> Self {
+                Options { $( $name: $default, )+ }
+            }
+        }
+
+        const KNOBS: &[Knob] = &[ $(
+            Knob {
+                name: stringify!($name),
+                doc: concat!($($doc),+),
+                kind: $kind,
+                get: |o| KnobValue::to_knob(&o.$name),
+                put: |o, v| o.$name = KnobValue::from_knob(v),
+            },
+        )+ ];
+    };
+}
+
+knobs! {
+    /// Page size in bytes for a new database; on open, the page size in the file wins.
+    page_size: usize = 16384, Kind::SizeChoice(&[4096, 8192, 16384, 32768, 65536]);
+    /// Memory for buffer-pool frames in bytes, all instances together; allocated once at open.
+    buffer_pool_size: u64 = 128 * MIB, Kind::Size { min: 256 * KIB, max: TIB };
+    /// Buffer-pool instances, each with its own mutex, LRU, free list and flush list.
+    buffer_pool_instances: usize = 1, Kind::Int { min: 1, max: 64, unit: "" };
+    /// Share of each LRU list, in percent, that is the old sublist where new pages enter.
+    old_blocks_pct: u32 = 37, Kind::Int { min: 5, max: 95, unit: "percent" };
+    /// Milliseconds a page stays in the old sublist after its first access before another access can make it young.
+    old_blocks_time: u32 = 1000, Kind::Int { min: 0, max: u32::MAX as u64, unit: "milliseconds" };
+    /// How writes are made durable: fsync, o_dsync (log files), o_direct (data files), o_direct_no_fsync.
+    flush_method: FlushMethod = FlushMethod::Fsync, Kind::Name(FlushMethod::NAMES);
+}
+
+/// `Innodb-Buffer-Pool-Size` -> `buffer_pool_size`.
+fn canonical_name(name: &str) -> String {
+    let lower = name.trim().to_ascii_lowercase().replace('-', "_");
+    match lower.strip_prefix("innodb_") {
+        Some(rest) => rest.to_string(),
+        None => lower,
+    }
+}
+
+fn find_knob(name: &str) -> Result<&'static Knob> {
+    let canonical = canonical_name(name);
+    KNOBS
+        .iter()
+        .find(|k| k.name == canonical)
+        .ok_or_else(|| Error::UnknownOption {
+            name: name.to_string(),
+            known: Options::known_names().join(", "),
+        })
+}
+
+/// TOML scalars become the text a `name=value` pair would carry, so both paths parse alike.
+fn toml_value_text(knob: &Knob, value: &toml::Value) -> Result<String> {
+    Ok(match value {
+        toml::Value::String(s) => s.clone(),
+        toml::Value::Integer(i) => i.to_string(),
+        // 16384.0 reads as 16384; 0.5 stays 0.5 and fails the integer parse with the range.
+        toml::Value::Float(f) if f.fract() == 0.0 && f.abs() < 1e18 => (*f as i64).to_string(),
+        toml::Value::Float(f) => f.to_string(),
+        toml::Value::Boolean(b) => b.to_string(),
+        other => {
+            return Err(Error::InvalidOption {
+                name: knob.name.to_string(),
+                value: other.to_string(),
+                expected: format!(
+                    "{} given as an integer, float, bool or string (the file is one flat table)",
+                    knob.kind.expected()
+                ),
+            })
+        }
+    })
+}
+
+impl Options {
+    /// Parses a flat TOML table of knobs over the defaults, then [`validate`](Self::validate)s.
+    pub fn from_toml_str(text: &str) -> Result<Options> {
+        Self::from_toml_with_origin(text, "TOML text")
+    }
+
+    /// Reads and parses a TOML file as [`from_toml_str`](Self::from_toml_str) does.
+    pub fn from_toml_file(path: impl AsRef<Path>) -> Result<Options> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Error::io(path.display().to_string(), "read", e))?;
+        Self::from_toml_with_origin(&text, &path.display().to_string())
+    }
+
+    fn from_toml_with_origin(text: &str, origin: &str) -> Result<Options> {
+        let table: toml::Table =
+            text.parse()
+                .map_err(|e: toml::de::Error| Error::InvalidConfig {
+                    origin: origin.to_string(),
+                    reason: e.to_string(),
+                })?;
+        let mut options = Options::default();
+        // `innodb_page_size` and `page_size` are the same knob: giving both is ambiguous.
+        let mut seen: HashMap<&'static str, &str> = HashMap::new();
+        for (name, value) in &table {
+            let knob = find_knob(name)?;
+            if let Some(earlier) = seen.insert(knob.name, name) {
+                return Err(Error::InvalidConfig {
+                    origin: origin.to_string(),
+                    reason: format!(
+                        "`{earlier}` and `{name}` both set option `{}`; give it once",
+                        knob.name
+                    ),
+                });
+            }
+            options.set_knob(knob, &toml_value_text(knob, value)?)?;
+        }
+        options.validate()?;
+        Ok(options)
+    }
+
+    /// Sets one knob from its text. Checks the value's own range; cross-field rules are
+    /// checked by [`validate`](Self::validate).
+    pub fn set(&mut self, name: &str, value: &str) -> Result<()> {
+        self.set_knob(find_knob(name)?, value)
+    }
+
+    fn set_knob(&mut self, knob: &Knob, value: &str) -> Result<()> {
+        let parsed = knob.kind.parse(value).ok_or_else(|| Error::InvalidOption {
+            name: knob.name.to_string(),
+            value: value.to_string(),
+            expected: knob.kind.expected(),
+        })?;
+        (knob.put)(self, parsed);
+        Ok(())
+    }
+
+    /// Applies `name=value` pairs (as from `--set`) in order, later ones winning, then
+    /// validates the result. All or nothing: on error `self` is unchanged.
+    pub fn apply_pairs<I, S>(&mut self, pairs: I) -> Result<()>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let mut next = self.clone();
+        for pair in pairs {
+            let pair = pair.as_ref();
+            let (name, value) = pair.split_once('=').ok_or_else(|| Error::InvalidConfig {
+                origin: "name=value pairs".to_string(),
+                reason: format!("`{pair}` is not of the form name=value"),
+            })?;
+            next.set(name, value)?;
+        }
+        next.validate()?;
+        *self = next;
+        Ok(())
+    }
+
+    /// Checks every field against its range (fields are public, so they may have been set
+    /// directly) and the rules between fields.
+    pub fn validate(&self) -> Result<()> {
+        for knob in KNOBS {
+            let value = (knob.get)(self);
+            if !knob.kind.accepts(value) {
+                return Err(Error::InvalidOption {
+                    name: knob.name.to_string(),
+                    value: knob.kind.format(value),
+                    expected: knob.kind.expected(),
+                });
+            }
+        }
+        let page_size = self.page_size as u64;
+        let instances = self.buffer_pool_instances as u64;
+        let per_instance = self.buffer_pool_size / page_size / instances;
+        if per_instance < MIN_PAGES_PER_INSTANCE {
+            let needed = MIN_PAGES_PER_INSTANCE * page_size * instances;
+            return Err(Error::InvalidOption {
+                name: "buffer_pool_size".to_string(),
+                value: format_size(self.buffer_pool_size),
+                expected: format!(
+                    "at least {} with buffer_pool_instances = {instances} and page_size = \
+                     {page_size}, so that each instance holds at least {MIN_PAGES_PER_INSTANCE} \
+                     pages (it would hold {per_instance})",
+                    format_size(needed)
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// Every knob with its current value as text that [`set`](Self::set) accepts back.
+    pub fn describe(&self) -> Vec<(&'static str, String)> {
+        KNOBS
+            .iter()
+            .map(|k| (k.name, k.kind.format((k.get)(self))))
+            .collect()
+    }
+
+    /// The names of all knobs, in table order.
+    pub fn known_names() -> Vec<&'static str> {
+        KNOBS.iter().map(|k| k.name).collect()
+    }
+
+    /// `(name, default, valid range, doc)` for every knob, for a `--help`-like listing.
+    pub fn help() -> Vec<(&'static str, String, String, &'static str)> {
+        let defaults = Options::default();
+        KNOBS
+            .iter()
+            .map(|k| {
+                let default = k.kind.format((k.get)(&defaults));
+                (k.name, default, k.kind.expected(), k.doc.trim())
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn invalid(err: Error) -> (String, String, String) {
+        match err {
+            Error::InvalidOption {
+                name,
+                value,
+                expected,
+            } => (name, value, expected),
+            other => panic!("expected InvalidOption, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn defaults_are_inside_their_ranges_and_valid() {
+        let defaults = Options::default();
+        defaults.validate().unwrap();
+        for knob in KNOBS {
+            assert!(knob.kind.accepts((knob.get)(&defaults)), "{}", knob.name);
+        }
+        assert_eq!(defaults.page_size, 16384);
+        assert_eq!(defaults.buffer_pool_size, 128 * MIB);
+        assert_eq!(defaults.buffer_pool_instances, 1);
+        assert_eq!(defaults.old_blocks_pct, 37);
+        assert_eq!(defaults.old_blocks_time, 1000);
+        assert_eq!(defaults.flush_method, FlushMethod::Fsync);
+    }
+
+    #[test]
+    fn page_size_accepts_bytes_and_suffixes_only_from_the_set() {
+        let mut o = Options::default();
+        for (text, bytes) in [
+            ("4096", 4096),
+            ("8K", 8192),
+            ("16k", 16384),
+            ("32KiB", 32768),
+            ("64K", 65536),
+        ] {
+            o.set("page_size", text).unwrap();
+            assert_eq!(o.page_size, bytes, "{text}");
+        }
+        for bad in ["2048", "12K", "128K", "16 KB", "abc", "", "-4096"] {
+            let (name, value, expected) = invalid(o.set("page_size", bad).unwrap_err());
+            assert_eq!((name.as_str(), value.as_str()), ("page_size", bad));
+            assert_eq!(
+                expected,
+                "one of 4096, 8192, 16384, 32768, 65536 (or 4K..64K)"
+            );
+        }
+    }
+
+    #[test]
+    fn sizes_take_kib_based_suffixes_and_check_the_range() {
+        let mut o = Options::default();
+        for (text, bytes) in [
+            ("16M", 16 * MIB),
+            ("16m", 16 * MIB),
+            ("1G", GIB),
+            ("2GiB", 2 * GIB),
+            ("512MiB", 512 * MIB),
+            ("256K", 256 * KIB),
+            ("1T", TIB),
+            ("1TiB", TIB),
+            ("1048576", MIB),
+        ] {
+            o.set("buffer_pool_size", text).unwrap();
+            assert_eq!(o.buffer_pool_size, bytes, "{text}");
+        }
+        for bad in ["255K", "2T", "1.5G", "10X", "M", "99999999999999999999G"] {
+            let (_, _, expected) = invalid(o.set("buffer_pool_size", bad).unwrap_err());
+            assert!(expected.contains("a size from 256K to 1T"), "{expected}");
+        }
+    }
+
+    #[test]
+    fn integers_check_their_ranges() {
+        let mut o = Options::default();
+        o.set("buffer_pool_instances", "64").unwrap();
+        assert_eq!(o.buffer_pool_instances, 64);
+        for bad in ["0", "65", "-1", "2.5", "eight"] {
+            let (_, _, expected) = invalid(o.set("buffer_pool_instances", bad).unwrap_err());
+            assert_eq!(expected, "an integer from 1 to 64");
+        }
+        o.set("old_blocks_pct", "5").unwrap();
+        o.set("old_blocks_pct", "95").unwrap();
+        for bad in ["4", "96"] {
+            let (_, _, expected) = invalid(o.set("old_blocks_pct", bad).unwrap_err());
+            assert!(expected.contains("an integer from 5 to 95"), "{expected}");
+        }
+        o.set("old_blocks_time", "0").unwrap();
+        o.set("old_blocks_time", "4294967295").unwrap();
+        assert_eq!(o.old_blocks_time, u32::MAX);
+        let (_, _, expected) = invalid(o.set("old_blocks_time", "4294967296").unwrap_err());
+        assert!(expected.contains("from 0 to 4294967295"), "{expected}");
+    }
+
+    #[test]
+    fn flush_method_takes_the_io_names() {
+        let mut o = Options::default();
+        for name in FlushMethod::NAMES {
+            o.set("flush_method", &name.to_uppercase()).unwrap();
+            assert_eq!(o.flush_method.name(), *name);
+        }
+        o.set("flush_method", "o-direct").unwrap();
+        assert_eq!(o.flush_method, FlushMethod::ODirect);
+        let (_, _, expected) = invalid(o.set("flush_method", "nosync").unwrap_err());
+        assert_eq!(
+            expected,
+            "one of fsync, o_dsync, o_direct, o_direct_no_fsync"
+        );
+    }
+
+    #[test]
+    fn bools_parse_every_spelling() {
+        for (text, v) in [
+            ("on", 1),
+            ("OFF", 0),
+            ("true", 1),
+            ("False", 0),
+            ("1", 1),
+            ("0", 0),
+        ] {
+            assert_eq!(Kind::Bool.parse(text), Some(v), "{text}");
+        }
+        assert_eq!(Kind::Bool.parse("yes"), None);
+        assert_eq!(Kind::Bool.parse("2"), None);
+        assert_eq!(Kind::Bool.format(1), "on");
+        assert!(Kind::Bool.expected().contains("on, off, true, false, 1, 0"));
+    }
+
+    #[test]
+    fn names_ignore_case_prefix_and_dashes() {
+        let mut o = Options::default();
+        o.set("innodb_buffer_pool_size", "1G").unwrap();
+        o.set("Buffer-Pool-Instances", "4").unwrap();
+        o.set("INNODB-OLD-BLOCKS-PCT", "20").unwrap();
+        assert_eq!(o.buffer_pool_size, GIB);
+        assert_eq!(o.buffer_pool_instances, 4);
+        assert_eq!(o.old_blocks_pct, 20);
+    }
+
+    #[test]
+    fn unknown_names_list_the_known_ones() {
+        let err = Options::default().set("max_dirty_pages", "60").unwrap_err();
+        match &err {
+            Error::UnknownOption { name, known } => {
+                assert_eq!(name, "max_dirty_pages");
+                for knob in Options::known_names() {
+                    assert!(known.contains(knob), "{known}");
+                }
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(err.to_string().contains("buffer_pool_size"));
+        assert!(Options::from_toml_str("log_file_size = 1").is_err());
+    }
+
+    #[test]
+    fn toml_and_pairs_agree() {
+        let toml = r#"
+            innodb_page_size = "8K"
+            buffer_pool_size = "64M"
+            buffer-pool-instances = 2
+            old_blocks_pct = 40.0
+            old_blocks_time = 0
+            flush_method = "O_DIRECT"
+        "#;
+        let from_toml = Options::from_toml_str(toml).unwrap();
+        let mut from_pairs = Options::default();
+        from_pairs
+            .apply_pairs([
+                "innodb_page_size=8K",
+                "buffer_pool_size=64M",
+                "buffer-pool-instances=2",
+                "old_blocks_pct=40",
+                "old_blocks_time=0",
+                "flush_method=O_DIRECT",
+            ])
+            .unwrap();
+        assert_eq!(from_toml, from_pairs);
+        assert_eq!(from_toml.page_size, 8192);
+        assert_eq!(from_toml.buffer_pool_size, 64 * MIB);
+        assert_eq!(from_toml.flush_method, FlushMethod::ODirect);
+    }
+
+    #[test]
+    fn toml_rejects_bad_shapes() {
+        let err = Options::from_toml_str("old_blocks_pct = 37.5").unwrap_err();
+        assert!(invalid(err).2.contains("from 5 to 95"));
+        let err = Options::from_toml_str("page_size = [16384]").unwrap_err();
+        assert!(invalid(err).2.contains("flat table"));
+        let err = Options::from_toml_str("page_size = true").unwrap_err();
+        assert!(invalid(err).2.contains("one of 4096"));
+        let err = Options::from_toml_str("page_size = 8192\ninnodb_page_size = 8192");
+        assert!(matches!(err, Err(Error::InvalidConfig { .. })), "{err:?}");
+        let err = Options::from_toml_str("page_size = ");
+        assert!(matches!(err, Err(Error::InvalidConfig { .. })), "{err:?}");
+    }
+
+    #[test]
+    fn toml_file_is_read_and_missing_file_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("evenkeel.toml");
+        std::fs::write(&path, "buffer_pool_size = \"1G\"\n").unwrap();
+        assert_eq!(
+            Options::from_toml_file(&path).unwrap().buffer_pool_size,
+            GIB
+        );
+        let missing = dir.path().join("missing.toml");
+        let err = Options::from_toml_file(&missing).unwrap_err().to_string();
+        assert!(err.contains("missing.toml"), "{err}");
+    }
+
+    #[test]
+    fn pairs_are_all_or_nothing() {
+        let mut o = Options::default();
+        let err = o
+            .apply_pairs(["old_blocks_pct=20", "page_size"])
+            .unwrap_err();
+        assert!(err.to_string().contains("name=value"), "{err}");
+        assert!(o
+            .apply_pairs(["old_blocks_pct=20", "old_blocks_pct=99"])
+            .is_err());
+        assert_eq!(o, Options::default());
+        o.apply_pairs(["old_blocks_pct=20", "old_blocks_pct=30"])
+            .unwrap();
+        assert_eq!(o.old_blocks_pct, 30);
+    }
+
+    #[test]
+    fn validate_requires_64_pages_per_instance() {
+        let mut o = Options {
+            buffer_pool_size: MIB,
+            buffer_pool_instances: 4,
+            page_size: 16384,
+            ..Options::default()
+        };
+        let (name, value, expected) = invalid(o.validate().unwrap_err());
+        assert_eq!((name.as_str(), value.as_str()), ("buffer_pool_size", "1M"));
+        assert!(expected.contains("at least 4M"), "{expected}");
+        assert!(
+            expected.contains("at least 64 pages (it would hold 16)"),
+            "{expected}"
+        );
+        o.buffer_pool_size = 4 * MIB;
+        o.validate().unwrap();
+        // The same rule through the parsers.
+        let err = Options::from_toml_str("buffer_pool_size = \"512K\"").unwrap_err();
+        assert!(invalid(err).2.contains("at least 1M"));
+        assert!(Options::default()
+            .apply_pairs(["buffer_pool_size=512K"])
+            .is_err());
+    }
+
+    #[test]
+    fn validate_checks_fields_set_directly() {
+        let o = Options {
+            old_blocks_pct: 200,
+            ..Options::default()
+        };
+        let (name, _, expected) = invalid(o.validate().unwrap_err());
+        assert_eq!(name, "old_blocks_pct");
+        assert!(expected.contains("from 5 to 95"));
+        let o = Options {
+            page_size: 0,
+            ..Options::default()
+        };
+        assert_eq!(invalid(o.validate().unwrap_err()).0, "page_size");
+    }
+
+    #[test]
+    fn describe_round_trips_through_set() {
+        let mut o = Options::default();
+        o.apply_pairs([
+            "page_size=4K",
+            "buffer_pool_size=3000000",
+            "buffer_pool_instances=3",
+            "old_blocks_pct=50",
+            "old_blocks_time=12345",
+            "flush_method=o_direct_no_fsync",
+        ])
+        .unwrap();
+        let described = o.describe();
+        let names: Vec<_> = described.iter().map(|(n, _)| *n).collect();
+        assert_eq!(names, Options::known_names());
+        let mut back = Options::default();
+        back.apply_pairs(described.iter().map(|(n, v)| format!("{n}={v}")))
+            .unwrap();
+        assert_eq!(back, o);
+        let default_text = Options::default().describe();
+        assert!(default_text.contains(&("buffer_pool_size", "128M".to_string())));
+        assert!(default_text.contains(&("flush_method", "fsync".to_string())));
+    }
+
+    #[test]
+    fn help_lists_every_knob_with_default_range_and_doc() {
+        let help = Options::help();
+        assert_eq!(help.len(), KNOBS.len());
+        for (name, default, range, doc) in &help {
+            assert!(!doc.is_empty() && !range.is_empty(), "{name}");
+            let mut o = Options::default();
+            o.set(name, default).unwrap();
+            assert_eq!(o, Options::default(), "{name}");
+        }
+        let pool = help.iter().find(|h| h.0 == "buffer_pool_size").unwrap();
+        assert_eq!(pool.1, "128M");
+        assert!(pool.2.contains("256K to 1T"));
+    }
+
+    #[test]
+    fn size_formatting_picks_the_largest_exact_suffix() {
+        assert_eq!(format_size(0), "0");
+        assert_eq!(format_size(1000), "1000");
+        assert_eq!(format_size(1536 * KIB), "1536K");
+        assert_eq!(format_size(2 * GIB), "2G");
+        assert_eq!(parse_size(&format_size(3 * TIB)), Some(3 * TIB));
+    }
+}

@@ -1,4 +1,4 @@
-//! Newtypes shared by every layer: page numbers, LSNs, frame and table ids.
+//! Newtypes shared by every layer: page numbers, LSNs, frame, transaction and table ids.
 //!
 //! Kept tiny and dependency-free so the lowest layers can use them.
 
@@ -36,6 +36,22 @@ impl fmt::Display for Lsn {
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
 pub struct FrameId(pub u32);
 
+/// Identifier of a transaction; unique for the life of an open database.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub struct TxnId(pub u64);
+
+impl fmt::Display for TxnId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
 /// Identifier of a table (one B+tree). 0 is the catalog itself.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
 pub struct TableId(pub u32);
+
+impl fmt::Display for TableId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}

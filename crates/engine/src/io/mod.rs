@@ -12,6 +12,8 @@ pub mod file;
 pub mod sim;
 
 pub use aligned::AlignedBuf;
+pub use file::{FileStorage, IoStats};
+pub use sim::SimStorage;
 
 use crate::error::Result;
 use std::sync::Arc;
@@ -41,7 +43,8 @@ pub enum FlushMethod {
 }
 
 impl FlushMethod {
-    pub const NAMES: &'static [&'static str] = &["fsync", "o_dsync", "o_direct", "o_direct_no_fsync"];
+    pub const NAMES: &'static [&'static str] =
+        &["fsync", "o_dsync", "o_direct", "o_direct_no_fsync"];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -74,6 +77,8 @@ pub trait Storage: Send + Sync + 'static {
     fn sync_dir(&self) -> Result<()>;
     /// A human-readable location, used in error messages.
     fn describe(&self) -> String;
+    /// I/O counters since the storage was created.
+    fn io_stats(&self) -> IoStats;
 }
 
 /// One open file. All I/O is positioned; implementations are safe to share between threads.

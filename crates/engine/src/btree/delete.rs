@@ -1,0 +1,188 @@
+//! delete: remove a key; free leaves that become empty (and internal pages left without
+//! children), collapse a root with a single child, so deleted space is reused. Dropping a
+//! table frees every page of its tree.
+
+use super::overflow;
+use super::{Ctx, Tree, MAX_DEPTH};
+use crate::error::{Error, Result};
+use crate::mtr::{Mtr, Slot};
+use crate::page::{self, hdr, node, PageType};
+use crate::space::{self, HEADER_PAGE};
+use crate::types::PageId;
+use std::sync::atomic::Ordering;
+
+impl Tree {
+    /// Removes `key`; returns whether it was present.
+    pub fn delete(&self, cx: &Ctx<'_>, key: &[u8]) -> Result<bool> {
+        let emptied = {
+            let _smo = self.smo.read();
+            let mut mtr = Mtr::new(cx.pool, cx.lsn);
+            let leaf = self.leaf_for_write(cx, &mut mtr, key)?;
+            let Ok(i) = node::search(mtr.peek(leaf), key) else {
+                return Ok(false);
+            };
+            if let node::LeafValue::Overflow { len, first } = node::leaf_value(mtr.peek(leaf), i) {
+                let hs = mtr.write(HEADER_PAGE)?;
+                for s in overflow::latch_chain(&mut mtr, self.id, first, len)? {
+                    space::free(&mut mtr, hs, s);
+                }
+            }
+            node::remove(mtr.pg(leaf), i);
+            let emptied = node::nslots(mtr.peek(leaf)) == 0 && mtr.pid(leaf) != self.root;
+            mtr.commit();
+            emptied
+        };
+        if emptied {
+            let _smo = self.smo.write();
+            self.reclaim_empty_leaf(cx, key)?;
+        }
+        Ok(true)
+    }
+
+    /// Under the exclusive SMO latch: if the leaf for `key` is still empty, unlink and free it,
+    /// then free ancestors left without children and collapse the root.
+    fn reclaim_empty_leaf(&self, cx: &Ctx<'_>, key: &[u8]) -> Result<()> {
+        let mut mtr = Mtr::new(cx.pool, cx.lsn);
+        let mut path: Vec<(Slot, usize)> = Vec::new();
+        let mut pid = self.root;
+        loop {
+            if path.len() >= MAX_DEPTH {
+                return Err(Error::corrupt(
+                    cx.pool.file().name(),
+                    pid.0,
+                    "tree too deep",
+                ));
+            }
+            let s = mtr.write(pid)?;
+            self.check_node(cx, mtr.peek(s), pid, None)?;
+            let b = mtr.peek(s);
+            if hdr::level(b) == 0 {
+                path.push((s, 0));
+                break;
+            }
+            let i = node::child_index(b, key);
+            path.push((s, i));
+            pid = node::child(b, i);
+        }
+        let leaf = path[path.len() - 1].0;
+        if path.len() < 2 || node::nslots(mtr.peek(leaf)) > 0 {
+            return Ok(()); // refilled meanwhile, or it is the root
+        }
+        // Latch everything first: siblings, header, and (for a collapse) the root's last child.
+        let (prev, next) = (hdr::prev(mtr.peek(leaf)), hdr::next(mtr.peek(leaf)));
+        let ps = if prev.is_none() {
+            None
+        } else {
+            Some(mtr.write(prev)?)
+        };
+        let ns = if next.is_none() {
+            None
+        } else {
+            Some(mtr.write(next)?)
+        };
+        let hs = mtr.write(HEADER_PAGE)?;
+        // Which levels lose their last child: the leaf, then each parent left with none.
+        let mut depth = path.len() - 1;
+        while depth > 1 && node::nslots(mtr.peek(path[depth - 1].0)) == 1 {
+            depth -= 1;
+        }
+        // path[depth..] are freed; path[depth-1] loses slot path[depth-1].1
+        let root_s = path[0].0;
+        let remaining_root_slots = if depth == 1 {
+            node::nslots(mtr.peek(root_s)) - 1
+        } else {
+            usize::MAX
+        };
+        let collapse_child = if remaining_root_slots == 1 {
+            let idx = if path[0].1 == 0 { 1 } else { 0 };
+            Some(mtr.write(node::child(mtr.peek(root_s), idx))?)
+        } else {
+            None
+        };
+        // All latched: now change.
+        if let Some(p) = ps {
+            hdr::set_next(mtr.pg(p), next);
+        }
+        if let Some(n) = ns {
+            hdr::set_prev(mtr.pg(n), prev);
+        }
+        for k in (depth..path.len()).rev() {
+            space::free(&mut mtr, hs, path[k].0);
+            self.counters.pages_freed.fetch_add(1, Ordering::Relaxed);
+        }
+        let (ps_slot, ps_idx) = path[depth - 1];
+        node::remove(mtr.pg(ps_slot), ps_idx);
+        if let Some(c) = collapse_child {
+            self.collapse_root(&mut mtr, root_s, c, hs);
+        } else if node::nslots(mtr.peek(root_s)) == 0 {
+            // the whole tree emptied under a root that had a single child: an empty leaf root
+            page::init(mtr.pg(root_s), self.root, PageType::Leaf, self.id);
+        }
+        mtr.commit();
+        Ok(())
+    }
+
+    /// The root has a single child left: pull the child's content up into the root.
+    fn collapse_root(&self, mtr: &mut Mtr<'_>, root: Slot, child: Slot, hs: Slot) {
+        let (rb, cb) = mtr.pg2(root, child);
+        let lsn = hdr::lsn(rb);
+        rb.copy_from_slice(cb);
+        page::set_page_no(rb, self.root);
+        hdr::set_lsn(rb, lsn);
+        // the only child of the root has no siblings at its level
+        hdr::set_next(rb, PageId::NONE);
+        hdr::set_prev(rb, PageId::NONE);
+        space::free(mtr, hs, child);
+        self.counters.pages_freed.fetch_add(1, Ordering::Relaxed);
+        self.counters.root_collapses.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Frees every page of the tree, root included. The caller has marked the tree dropped and
+    /// removed it from the catalog; this takes the exclusive SMO latch to wait out readers.
+    pub fn free_all(&self, cx: &Ctx<'_>) -> Result<u64> {
+        let _smo = self.smo.write();
+        let mut level = vec![self.root];
+        let mut pages = Vec::new();
+        for _ in 0..MAX_DEPTH {
+            if level.is_empty() {
+                break;
+            }
+            let mut below = Vec::new();
+            for &pid in &level {
+                let g = cx.pool.read(pid)?;
+                self.check_node(cx, &g, pid, None)?;
+                if hdr::level(&g) > 0 {
+                    below.extend((0..node::nslots(&g)).map(|i| node::child(&g, i)));
+                }
+            }
+            pages.append(&mut level);
+            level = below;
+        }
+        let mut freed = 0;
+        // leaves first (deepest pages are last in `pages`), the root last
+        for &pid in pages.iter().rev() {
+            let mut mtr = Mtr::new(cx.pool, cx.lsn);
+            let s = mtr.write(pid)?;
+            let hs = mtr.write(HEADER_PAGE)?;
+            let b = mtr.peek(s);
+            let mut chains = Vec::new();
+            if hdr::level(b) == 0 {
+                for i in 0..node::nslots(b) {
+                    if let node::LeafValue::Overflow { len, first } = node::leaf_value(b, i) {
+                        chains.push((first, len));
+                    }
+                }
+            }
+            for (first, len) in chains {
+                for c in overflow::latch_chain(&mut mtr, self.id, first, len)? {
+                    space::free(&mut mtr, hs, c);
+                    freed += 1;
+                }
+            }
+            space::free(&mut mtr, hs, s);
+            freed += 1;
+            mtr.commit();
+        }
+        Ok(freed)
+    }
+}

@@ -1,0 +1,420 @@
+//! insert: put (insert or replace), leaf and internal splits, root growth.
+//!
+//! A split moves the upper half of a node (by bytes) to a new right sibling; when the new key
+//! goes to the very end of the node (sequential keys: auto-increment ids, TPC-C order ids) the
+//! new sibling receives only the new record, so append-only tables fill their pages instead of
+//! leaving them half empty. The root never moves: root growth copies the root into a new child
+//! and turns the root into an internal page above it.
+
+use super::overflow;
+use super::{Ctx, Tree, MAX_DEPTH};
+use crate::error::{Error, Result};
+use crate::mtr::{Mtr, Slot};
+use crate::page::{self, hdr, node, PageType};
+use crate::space::{self, HEADER_PAGE};
+use crate::types::PageId;
+use std::sync::atomic::Ordering;
+
+/// A record to place in a node.
+enum Cell<'k> {
+    Leaf { key: &'k [u8], value: LeafVal<'k> },
+    Internal { key: Vec<u8>, child: PageId },
+}
+
+#[derive(Clone, Copy)]
+enum LeafVal<'v> {
+    Inline(&'v [u8]),
+    Overflow { len: usize, first: PageId },
+}
+
+fn try_place(b: &mut [u8], pos: usize, c: &Cell<'_>) -> bool {
+    match c {
+        Cell::Leaf {
+            key,
+            value: LeafVal::Inline(v),
+        } => node::insert_leaf_inline(b, pos, key, v),
+        Cell::Leaf {
+            key,
+            value: LeafVal::Overflow { len, first },
+        } => node::insert_leaf_overflow(b, pos, key, *len, *first),
+        Cell::Internal { key, child } => node::insert(b, pos, key, child.0, &[]),
+    }
+}
+
+/// What replacing/inserting `key` in a leaf needs.
+struct LeafPlan {
+    pos: usize,
+    old: Option<usize>,
+    old_chain: Option<(PageId, usize)>,
+    fits: bool,
+}
+
+fn plan_leaf(b: &[u8], key: &[u8], new_cell: usize) -> LeafPlan {
+    let (pos, old) = match node::search(b, key) {
+        Ok(i) => (i, Some(i)),
+        Err(i) => (i, None),
+    };
+    let freed = old.map_or(0, |i| node::cell_len(b, i) + node::SLOT_SIZE);
+    let old_chain = old.and_then(|i| match node::leaf_value(b, i) {
+        node::LeafValue::Overflow { len, first } => Some((first, len)),
+        node::LeafValue::Inline(_) => None,
+    });
+    LeafPlan {
+        pos,
+        old,
+        old_chain,
+        fits: node::free_space(b) + freed >= new_cell + node::SLOT_SIZE,
+    }
+}
+
+impl Tree {
+    /// Inserts or replaces `key`. The caller has checked the key and value limits.
+    pub fn put(&self, cx: &Ctx<'_>, key: &[u8], value: &[u8]) -> Result<()> {
+        let ps = cx.pool.page_size();
+        let inline = node::value_fits_inline(ps, key.len(), value.len());
+        let new_cell = node::CELL_HEADER + key.len() + if inline { value.len() } else { 4 };
+        {
+            let _smo = self.smo.read();
+            if self.put_optimistic(cx, key, value, inline, new_cell)? {
+                return Ok(());
+            }
+        }
+        let _smo = self.smo.write();
+        self.put_pessimistic(cx, key, value, inline, new_cell)
+    }
+
+    /// X-latches the leaf for `key` under the shared SMO latch (S latches above it, one at a
+    /// time; the root's level cannot change while the SMO latch is held shared).
+    pub(crate) fn leaf_for_write(
+        &self,
+        cx: &Ctx<'_>,
+        mtr: &mut Mtr<'_>,
+        key: &[u8],
+    ) -> Result<Slot> {
+        let mut pid = self.root;
+        let mut level = {
+            let g = cx.pool.read(pid)?;
+            self.check_node(cx, &g, pid, None)?;
+            hdr::level(&g)
+        };
+        for _ in 0..MAX_DEPTH {
+            if level == 0 {
+                let s = mtr.write(pid)?;
+                self.check_node(cx, mtr.peek(s), pid, Some(0))?;
+                return Ok(s);
+            }
+            let g = cx.pool.read(pid)?;
+            self.check_node(cx, &g, pid, Some(level))?;
+            pid = node::child(&g, node::child_index(&g, key));
+            level -= 1;
+        }
+        Err(Error::corrupt(
+            cx.pool.file().name(),
+            pid.0,
+            "tree too deep",
+        ))
+    }
+
+    fn put_optimistic(
+        &self,
+        cx: &Ctx<'_>,
+        key: &[u8],
+        value: &[u8],
+        inline: bool,
+        new_cell: usize,
+    ) -> Result<bool> {
+        let mut mtr = Mtr::new(cx.pool, cx.lsn);
+        let leaf = self.leaf_for_write(cx, &mut mtr, key)?;
+        let plan = plan_leaf(mtr.peek(leaf), key, new_cell);
+        if !plan.fits {
+            return Ok(false);
+        }
+        self.write_into_leaf(&mut mtr, leaf, key, value, inline, &plan)?;
+        mtr.commit();
+        Ok(true)
+    }
+
+    /// Replaces/inserts in a leaf known to have room; handles overflow chains.
+    fn write_into_leaf(
+        &self,
+        mtr: &mut Mtr<'_>,
+        leaf: Slot,
+        key: &[u8],
+        value: &[u8],
+        inline: bool,
+        plan: &LeafPlan,
+    ) -> Result<()> {
+        let val = self.prepare_value(mtr, value, inline, plan)?;
+        let b = mtr.pg(leaf);
+        if let Some(i) = plan.old {
+            node::remove(b, i);
+        }
+        let placed = try_place(b, plan.pos, &Cell::Leaf { key, value: val });
+        assert!(placed, "leaf had room by plan");
+        Ok(())
+    }
+
+    /// Frees the old overflow chain and writes the new one (all latched/allocated first).
+    fn prepare_value<'v>(
+        &self,
+        mtr: &mut Mtr<'_>,
+        value: &'v [u8],
+        inline: bool,
+        plan: &LeafPlan,
+    ) -> Result<LeafVal<'v>> {
+        if inline && plan.old_chain.is_none() {
+            return Ok(LeafVal::Inline(value));
+        }
+        let hs = match mtr.find(HEADER_PAGE) {
+            Some(s) => s,
+            None => mtr.write(HEADER_PAGE)?,
+        };
+        let old = match plan.old_chain {
+            Some((first, len)) => overflow::latch_chain(mtr, self.id, first, len)?,
+            None => Vec::new(),
+        };
+        let val = if inline {
+            LeafVal::Inline(value)
+        } else {
+            LeafVal::Overflow {
+                len: value.len(),
+                first: overflow::write_chain(mtr, hs, self.id, value)?,
+            }
+        };
+        for s in old {
+            space::free(mtr, hs, s);
+        }
+        Ok(val)
+    }
+
+    fn put_pessimistic(
+        &self,
+        cx: &Ctx<'_>,
+        key: &[u8],
+        value: &[u8],
+        inline: bool,
+        new_cell: usize,
+    ) -> Result<()> {
+        let ps = cx.pool.page_size();
+        let mut mtr = Mtr::new(cx.pool, cx.lsn);
+        // (slot, index of the child taken) from the root down to the leaf
+        let mut path: Vec<(Slot, usize)> = Vec::new();
+        let mut pid = self.root;
+        let mut level = None;
+        loop {
+            if path.len() >= MAX_DEPTH {
+                return Err(Error::corrupt(
+                    cx.pool.file().name(),
+                    pid.0,
+                    "tree too deep",
+                ));
+            }
+            let s = mtr.write(pid)?;
+            self.check_node(cx, mtr.peek(s), pid, level)?;
+            let b = mtr.peek(s);
+            let l = hdr::level(b);
+            if l == 0 {
+                path.push((s, 0));
+                break;
+            }
+            let i = node::child_index(b, key);
+            path.push((s, i));
+            level = Some(l - 1);
+            pid = node::child(b, i);
+        }
+        let leaf = path[path.len() - 1].0;
+        let plan = plan_leaf(mtr.peek(leaf), key, new_cell);
+        if plan.fits {
+            // another thread split this leaf while we waited for the SMO latch
+            self.write_into_leaf(&mut mtr, leaf, key, value, inline, &plan)?;
+            mtr.commit();
+            return Ok(());
+        }
+        // Latch and allocate everything the split cascade may touch before changing anything.
+        let hs = mtr.write(HEADER_PAGE)?;
+        let right_sib = hdr::next(mtr.peek(leaf));
+        let sib = if right_sib.is_none() {
+            None
+        } else {
+            Some(mtr.write(right_sib)?)
+        };
+        let sep_max = node::CELL_HEADER + node::max_key_len(ps) + node::SLOT_SIZE;
+        let mut splits = 1;
+        for &(s, _) in path[..path.len() - 1].iter().rev() {
+            if node::free_space(mtr.peek(s)) >= sep_max {
+                break;
+            }
+            splits += 1;
+        }
+        if splits == path.len() {
+            splits += 1; // root growth needs the pushed-down copy too
+        }
+        let mut spare = Vec::with_capacity(splits);
+        for _ in 0..splits {
+            spare.push(space::allocate(&mut mtr, hs, PageType::Leaf, self.id)?);
+        }
+        let val = self.prepare_value(&mut mtr, value, inline, &plan)?;
+        if let Some(i) = plan.old {
+            node::remove(mtr.pg(leaf), i);
+        }
+        let mut st = SplitState {
+            path,
+            spare,
+            hs,
+            sib,
+        };
+        let depth = st.path.len() - 1;
+        self.place(
+            &mut mtr,
+            &mut st,
+            depth,
+            plan.pos,
+            Cell::Leaf { key, value: val },
+        )?;
+        for s in std::mem::take(&mut st.spare) {
+            space::free(&mut mtr, hs, s);
+        }
+        mtr.commit();
+        Ok(())
+    }
+
+    /// Places `cell` at `pos` of the node at `depth`, splitting upward as needed.
+    fn place(
+        &self,
+        mtr: &mut Mtr<'_>,
+        st: &mut SplitState,
+        depth: usize,
+        pos: usize,
+        cell: Cell<'_>,
+    ) -> Result<()> {
+        let s = st.path[depth].0;
+        if try_place(mtr.pg(s), pos, &cell) {
+            return Ok(());
+        }
+        if depth == 0 {
+            let child = self.grow_root(mtr, st)?;
+            st.path.insert(0, (s, 0));
+            st.path[1].0 = child;
+            return self.place(mtr, st, 1, pos, cell);
+        }
+        let r = st.take_spare(mtr, self.id)?;
+        let (sep, into_right, rpos) = self.split_node(mtr, st, s, r, pos)?;
+        let target = if into_right { r } else { s };
+        let placed = try_place(mtr.pg(target), rpos, &cell);
+        assert!(placed, "half of a split page has room for one cell");
+        // the separator is the right page's first key (after placing, it may be the new key)
+        let sep = if into_right && rpos == 0 {
+            node::key(mtr.peek(r), 0).to_vec()
+        } else {
+            sep
+        };
+        let rpid = mtr.pid(r);
+        let ppos = st.path[depth - 1].1 + 1;
+        self.place(
+            mtr,
+            st,
+            depth - 1,
+            ppos,
+            Cell::Internal {
+                key: sep,
+                child: rpid,
+            },
+        )
+    }
+
+    /// Moves the upper part of node `s` into the empty spare `r`. Returns the separator, whether
+    /// the new cell goes right, and its position there.
+    fn split_node(
+        &self,
+        mtr: &mut Mtr<'_>,
+        st: &mut SplitState,
+        s: Slot,
+        r: Slot,
+        pos: usize,
+    ) -> Result<(Vec<u8>, bool, usize)> {
+        let (l_pid, r_pid) = (mtr.pid(s), mtr.pid(r));
+        let b = mtr.peek(s);
+        let n = node::nslots(b);
+        let level = hdr::level(b);
+        let is_leaf = level == 0;
+        let sp = if pos == n { n } else { node::split_point(b) };
+        let old_next = hdr::next(b);
+        {
+            let (lb, rb) = mtr.pg2(s, r);
+            page::init(
+                rb,
+                r_pid,
+                if is_leaf {
+                    PageType::Leaf
+                } else {
+                    PageType::Internal
+                },
+                self.id,
+            );
+            hdr::set_level(rb, level);
+            for (j, i) in (sp..n).enumerate() {
+                let ok = node::copy_cell(lb, i, rb, j);
+                assert!(ok, "moved cells fit an empty page");
+            }
+            node::truncate(lb, sp);
+            node::compact(lb);
+            if is_leaf {
+                hdr::set_next(rb, old_next);
+                hdr::set_prev(rb, l_pid);
+                hdr::set_next(lb, r_pid);
+            }
+        }
+        if is_leaf && !old_next.is_none() {
+            let sib = match st.sib.take() {
+                Some(x) if mtr.pid(x) == old_next => x,
+                _ => mtr.write(old_next)?,
+            };
+            hdr::set_prev(mtr.pg(sib), r_pid);
+        }
+        let sep = if sp < n {
+            node::key(mtr.peek(r), 0).to_vec()
+        } else {
+            Vec::new()
+        };
+        let into_right = pos >= sp;
+        let rpos = if into_right { pos - sp } else { pos };
+        self.counters.splits.fetch_add(1, Ordering::Relaxed);
+        Ok((sep, into_right, rpos))
+    }
+
+    /// Root growth: copy the root into a spare child; the root becomes internal above it.
+    fn grow_root(&self, mtr: &mut Mtr<'_>, st: &mut SplitState) -> Result<Slot> {
+        let root = st.path[0].0;
+        let c = st.take_spare(mtr, self.id)?;
+        let c_pid = mtr.pid(c);
+        let (rb, cb) = mtr.pg2(root, c);
+        let lsn = hdr::lsn(cb);
+        cb.copy_from_slice(rb);
+        page::set_page_no(cb, c_pid);
+        hdr::set_lsn(cb, lsn);
+        let level = hdr::level(cb);
+        page::init(rb, self.root, PageType::Internal, self.id);
+        hdr::set_level(rb, level + 1);
+        let ok = node::insert(rb, 0, &[], c_pid.0, &[]);
+        assert!(ok, "empty root has room");
+        Ok(c)
+    }
+}
+
+struct SplitState {
+    path: Vec<(Slot, usize)>,
+    spare: Vec<Slot>,
+    hs: Slot,
+    sib: Option<Slot>,
+}
+
+impl SplitState {
+    fn take_spare(&mut self, mtr: &mut Mtr<'_>, owner: u32) -> Result<Slot> {
+        match self.spare.pop() {
+            Some(s) => Ok(s),
+            // The estimate was short (a separator longer than expected): allocate now. This can
+            // only fail on I/O, after changes began; the mtr then commits what it changed.
+            None => space::allocate(mtr, self.hs, PageType::Leaf, owner),
+        }
+    }
+}

@@ -1,0 +1,159 @@
+//! btree: one B+tree per table over buffer-pool pages.
+//!
+//! Concurrency (InnoDB's index->lock scheme, before 8.0's SX refinements):
+//! - Every operation holds the tree's SMO latch: shared for reads, scans and changes confined
+//!   to one leaf; exclusive for structure modifications (splits, root growth, freeing emptied
+//!   pages, root collapse). Internal pages change only under the exclusive SMO latch, so a
+//!   shared holder descends without latch coupling: it S-latches one page at a time.
+//! - A change first tries the optimistic path (SMO shared, X latch on the leaf only). When the
+//!   leaf cannot absorb it, it releases everything and retries under the exclusive SMO latch
+//!   with X latches on the whole path.
+//! - Under the shared SMO latch a thread holds at most two leaf latches, always moving in one
+//!   direction of a scan; splits that link siblings run under the exclusive SMO latch, so leaf
+//!   coupling cannot deadlock.
+//! - An mtr latches every page it may change (and allocates spare pages) before changing the
+//!   first one (see mtr.rs), so I/O errors abort with nothing changed.
+//!
+//! Never: change an internal page under the shared SMO latch; keep a page latch across calls.
+
+mod delete;
+mod insert;
+mod overflow;
+mod scan;
+
+pub use scan::ScanBatch;
+
+/// Overflow pages needed for a value of `len` bytes.
+pub fn overflow_pages_for(page_size: usize, len: usize) -> usize {
+    overflow::pages_for(page_size, len)
+}
+
+use crate::buffer::BufferPool;
+use crate::error::{Error, Result};
+use crate::page::{hdr, node, PageType};
+use crate::types::PageId;
+use parking_lot::RwLock;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::Arc;
+
+/// Deeper than this is corruption (a 4 KiB page tree of depth 32 would hold more than 2^64 keys).
+pub const MAX_DEPTH: usize = 32;
+
+/// What an operation needs from the engine below the tree.
+pub struct Ctx<'a> {
+    pub pool: &'a BufferPool,
+    pub lsn: &'a AtomicU64,
+}
+
+/// Counters of structure modifications.
+#[derive(Default)]
+pub struct TreeCounters {
+    pub splits: AtomicU64,
+    pub pages_freed: AtomicU64,
+    pub root_collapses: AtomicU64,
+}
+
+pub struct Tree {
+    pub id: u32,
+    pub root: PageId,
+    smo: RwLock<()>,
+    pub dropped: AtomicBool,
+    pub counters: Arc<TreeCounters>,
+}
+
+#[derive(Clone, Copy)]
+pub(crate) enum Target<'k> {
+    Key(&'k [u8]),
+    First,
+    Last,
+}
+
+impl Tree {
+    pub fn new(id: u32, root: PageId, counters: Arc<TreeCounters>) -> Self {
+        Tree {
+            id,
+            root,
+            smo: RwLock::new(()),
+            dropped: AtomicBool::new(false),
+            counters,
+        }
+    }
+
+    /// Checks a page met on the way down: a tree page of this tree at the expected level.
+    pub(crate) fn check_node(
+        &self,
+        cx: &Ctx<'_>,
+        b: &[u8],
+        pid: PageId,
+        level: Option<u8>,
+    ) -> Result<()> {
+        let bad = |why: String| Err(Error::corrupt(cx.pool.file().name(), pid.0, why));
+        match hdr::page_type(b) {
+            Some(PageType::Leaf) if hdr::level(b) == 0 => {}
+            Some(PageType::Internal) if hdr::level(b) > 0 => {
+                if node::nslots(b) == 0 {
+                    return bad("internal page without children".into());
+                }
+            }
+            t => {
+                return bad(format!(
+                    "expected a B+tree page of table {}, found {t:?}",
+                    self.id
+                ))
+            }
+        }
+        if hdr::owner(b) != self.id {
+            return bad(format!(
+                "page belongs to table {}, reached from table {}",
+                hdr::owner(b),
+                self.id
+            ));
+        }
+        if let Some(l) = level {
+            if hdr::level(b) != l {
+                return bad(format!("level {} where {l} was expected", hdr::level(b)));
+            }
+        }
+        Ok(())
+    }
+
+    /// Descends with one S latch at a time; the caller holds the SMO latch (shared or not).
+    pub(crate) fn descend_read<'p>(
+        &self,
+        cx: &Ctx<'p>,
+        t: Target<'_>,
+    ) -> Result<crate::buffer::PageRead<'p>> {
+        let mut pid = self.root;
+        let mut level = None;
+        for _ in 0..MAX_DEPTH {
+            let g = cx.pool.read(pid)?;
+            self.check_node(cx, &g, pid, level)?;
+            let l = hdr::level(&g);
+            if l == 0 {
+                return Ok(g);
+            }
+            let i = match t {
+                Target::Key(k) => node::child_index(&g, k),
+                Target::First => 0,
+                Target::Last => node::nslots(&g) - 1,
+            };
+            level = Some(l - 1);
+            pid = node::child(&g, i);
+        }
+        Err(Error::corrupt(
+            cx.pool.file().name(),
+            pid.0,
+            format!("tree {} deeper than {MAX_DEPTH} levels (a cycle?)", self.id),
+        ))
+    }
+
+    /// Point lookup.
+    pub fn get(&self, cx: &Ctx<'_>, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let _smo = self.smo.read();
+        let leaf = self.descend_read(cx, Target::Key(key))?;
+        match node::search(&leaf, key) {
+            Ok(i) => Ok(Some(overflow::read_value(cx, self.id, &leaf, i)?)),
+            Err(_) => Ok(None),
+        }
+    }
+}

@@ -1,0 +1,279 @@
+//! lru: InnoDB's LRU list with midpoint insertion, for one buffer-pool instance.
+//!
+//! The list is young (head, hot) followed by old (tail, cold). A page read from disk enters at
+//! the head of the old sublist (the midpoint), so a scan cannot flush the hot set; it is made
+//! young only when touched again at least `old_blocks_time` ms after its first access. The old
+//! sublist is kept at `old_blocks_pct` of the list. A young page is moved to the head only when
+//! it has drifted into the older quarter of the young sublist, to avoid churning the list on
+//! every hit (InnoDB's buf_page_peek_if_too_old).
+//!
+//! Indexes are frame indexes local to the instance; the caller holds the instance mutex.
+
+const NIL: u32 = u32::MAX;
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Which {
+    None,
+    Young,
+    Old,
+}
+
+#[derive(Default, Clone, Copy)]
+struct List {
+    head: u32,
+    tail: u32,
+    len: usize,
+}
+
+impl List {
+    fn new() -> Self {
+        List {
+            head: NIL,
+            tail: NIL,
+            len: 0,
+        }
+    }
+}
+
+/// Outcome of touching a page, for the made-young / not-young counters.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Touch {
+    MadeYoung,
+    NotYoung,
+    AlreadyYoung,
+}
+
+pub struct Lru {
+    young: List,
+    old: List,
+    prev: Vec<u32>,
+    next: Vec<u32>,
+    which: Vec<Which>,
+    first_access_ms: Vec<u64>,
+    young_seq: Vec<u64>,
+    seq: u64,
+    old_pct: usize,
+    old_time_ms: u64,
+}
+
+impl Lru {
+    pub fn new(nframes: usize, old_pct: usize, old_time_ms: u64) -> Self {
+        Lru {
+            young: List::new(),
+            old: List::new(),
+            prev: vec![NIL; nframes],
+            next: vec![NIL; nframes],
+            which: vec![Which::None; nframes],
+            first_access_ms: vec![0; nframes],
+            young_seq: vec![0; nframes],
+            seq: 0,
+            old_pct,
+            old_time_ms,
+        }
+    }
+
+    pub fn set_params(&mut self, old_pct: usize, old_time_ms: u64) {
+        self.old_pct = old_pct;
+        self.old_time_ms = old_time_ms;
+        self.rebalance();
+    }
+
+    pub fn len(&self) -> usize {
+        self.young.len + self.old.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn old_len(&self) -> usize {
+        self.old.len
+    }
+
+    pub fn contains(&self, i: u32) -> bool {
+        self.which[i as usize] != Which::None
+    }
+
+    fn list(&mut self, w: Which) -> &mut List {
+        match w {
+            Which::Young => &mut self.young,
+            Which::Old => &mut self.old,
+            Which::None => unreachable!("frame not on the LRU list"),
+        }
+    }
+
+    fn unlink(&mut self, i: u32) {
+        let w = self.which[i as usize];
+        let (p, n) = (self.prev[i as usize], self.next[i as usize]);
+        if p != NIL {
+            self.next[p as usize] = n;
+        } else {
+            self.list(w).head = n;
+        }
+        if n != NIL {
+            self.prev[n as usize] = p;
+        } else {
+            self.list(w).tail = p;
+        }
+        self.list(w).len -= 1;
+        self.which[i as usize] = Which::None;
+        self.prev[i as usize] = NIL;
+        self.next[i as usize] = NIL;
+    }
+
+    fn push_front(&mut self, w: Which, i: u32) {
+        let head = self.list(w).head;
+        self.prev[i as usize] = NIL;
+        self.next[i as usize] = head;
+        if head != NIL {
+            self.prev[head as usize] = i;
+        }
+        let l = self.list(w);
+        l.head = i;
+        if l.tail == NIL {
+            l.tail = i;
+        }
+        l.len += 1;
+        self.which[i as usize] = w;
+        if w == Which::Young {
+            self.seq += 1;
+            self.young_seq[i as usize] = self.seq;
+        }
+    }
+
+    fn push_back(&mut self, w: Which, i: u32) {
+        let tail = self.list(w).tail;
+        self.next[i as usize] = NIL;
+        self.prev[i as usize] = tail;
+        if tail != NIL {
+            self.next[tail as usize] = i;
+        }
+        let l = self.list(w);
+        l.tail = i;
+        if l.head == NIL {
+            l.head = i;
+        }
+        l.len += 1;
+        self.which[i as usize] = w;
+    }
+
+    /// Keeps the old sublist at old_pct of the list by moving pages across the midpoint.
+    fn rebalance(&mut self) {
+        let target = self.len() * self.old_pct / 100;
+        while self.old.len > target + 1 {
+            let i = self.old.head;
+            self.unlink(i);
+            self.push_back(Which::Young, i);
+        }
+        while self.old.len < target && self.young.len > 0 {
+            let i = self.young.tail;
+            self.unlink(i);
+            self.push_front(Which::Old, i);
+        }
+    }
+
+    /// A page just read from disk: insert at the midpoint.
+    pub fn insert_new(&mut self, i: u32, now_ms: u64) {
+        debug_assert!(!self.contains(i));
+        self.first_access_ms[i as usize] = now_ms;
+        self.push_front(Which::Old, i);
+        self.rebalance();
+    }
+
+    /// A page found in the pool was accessed again.
+    pub fn touch(&mut self, i: u32, now_ms: u64) -> Touch {
+        match self.which[i as usize] {
+            Which::Old => {
+                if now_ms.saturating_sub(self.first_access_ms[i as usize]) >= self.old_time_ms {
+                    self.unlink(i);
+                    self.push_front(Which::Young, i);
+                    self.rebalance();
+                    Touch::MadeYoung
+                } else {
+                    Touch::NotYoung
+                }
+            }
+            Which::Young => {
+                if self.young_seq[i as usize] + (self.young.len as u64 / 4) < self.seq {
+                    self.unlink(i);
+                    self.push_front(Which::Young, i);
+                    Touch::MadeYoung
+                } else {
+                    Touch::AlreadyYoung
+                }
+            }
+            Which::None => Touch::AlreadyYoung,
+        }
+    }
+
+    pub fn remove(&mut self, i: u32) {
+        if self.contains(i) {
+            self.unlink(i);
+            self.rebalance();
+        }
+    }
+
+    /// Frames from the cold end: old tail first, then young tail, up to `depth`.
+    pub fn tail_iter(&self, depth: usize) -> impl Iterator<Item = u32> + '_ {
+        let mut cur = if self.old.tail != NIL {
+            self.old.tail
+        } else {
+            self.young.tail
+        };
+        std::iter::from_fn(move || {
+            if cur == NIL {
+                return None;
+            }
+            let i = cur;
+            cur = self.prev[i as usize];
+            if cur == NIL && self.which[i as usize] == Which::Old {
+                cur = self.young.tail;
+            }
+            Some(i)
+        })
+        .take(depth)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn midpoint_insertion_and_scan_resistance() {
+        let mut lru = Lru::new(100, 37, 1000);
+        for i in 0..100 {
+            lru.insert_new(i, 0);
+        }
+        assert_eq!(lru.len(), 100);
+        let old = lru.old_len();
+        assert!((36..=38).contains(&old), "old sublist {old}");
+        // touched too soon: stays old
+        assert_eq!(lru.touch(99, 10), Touch::NotYoung);
+        // touched after old_blocks_time: made young, no longer near the tail
+        assert_eq!(lru.touch(99, 2000), Touch::MadeYoung);
+        let tail: Vec<u32> = lru.tail_iter(100).collect();
+        assert_eq!(tail.len(), 100);
+        assert_eq!(*tail.last().unwrap_or(&NIL), 99);
+        // the first pages inserted are the coldest
+        assert_eq!(tail[0], 0);
+        let mut sorted = tail.clone();
+        sorted.sort();
+        assert_eq!(sorted, (0..100).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn remove_keeps_lists_consistent() {
+        let mut lru = Lru::new(10, 50, 0);
+        for i in 0..10 {
+            lru.insert_new(i, 0);
+        }
+        for i in (0..10).step_by(2) {
+            lru.remove(i);
+        }
+        let mut rest: Vec<u32> = lru.tail_iter(10).collect();
+        rest.sort();
+        assert_eq!(rest, vec![1, 3, 5, 7, 9]);
+        assert!(lru.old_len() <= 3);
+    }
+}

@@ -1,0 +1,593 @@
+//! buffer: the buffer pool. Frames allocated once at open, split into instances (pages hashed
+//! to an instance), each with a page table, an LRU list with midpoint insertion, a free list
+//! and a flush list ordered by oldest modification LSN.
+//!
+//! Invariants kept here (docs/invariants.md):
+//! - B1: a pin is taken only under the instance mutex; eviction picks only frames with pin
+//!   count zero, checked under that mutex. Every latch holder holds a pin, so an evicted frame
+//!   is never latched.
+//! - B2: a frame is on the flush list iff it holds changes not yet written; its key is the LSN
+//!   of the first change since it was last written (oldest_modification).
+//! - B3 (invariant 1, the WAL rule) lives in [`BufferPool::write_back`], the one function that
+//!   writes a page to the data file: the page cleaner, eviction and close all call it.
+//! - B4: a page read from disk is used only after `page::verify` accepted it (invariant 4).
+//!
+//! Never: write a page without going through `write_back`; allocate frames after open.
+
+mod guard;
+mod lru;
+
+pub use guard::{PageRead, PageWrite};
+
+use crate::error::{Error, Result};
+use crate::io::{AlignedBuf, File};
+use crate::page;
+use crate::types::{Lsn, PageId};
+use lru::{Lru, Touch};
+use parking_lot::{Mutex, RwLock};
+use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How many times a thread retries for a free frame when every frame is pinned, before it
+/// reports the pool as too small for the concurrency asked of it.
+const FREE_FRAME_RETRIES: u32 = 2000;
+
+/// The bytes of one frame and which page they hold.
+pub struct FrameData {
+    pub(crate) buf: AlignedBuf,
+    pub(crate) page: PageId,
+    /// False after a failed read: waiters that pinned the frame must retry.
+    valid: bool,
+}
+
+struct Frame {
+    latch: RwLock<FrameData>,
+    pin: AtomicU32,
+}
+
+#[derive(Clone, Copy)]
+struct Meta {
+    page: PageId,
+    /// 0 when clean (B2).
+    oldest_lsn: u64,
+}
+
+struct InstState {
+    page_table: HashMap<PageId, u32>,
+    free: Vec<u32>,
+    lru: Lru,
+    flush_list: BTreeSet<(u64, u32)>,
+    meta: Vec<Meta>,
+}
+
+struct Instance {
+    base: u32,
+    state: Mutex<InstState>,
+}
+
+/// Counters of the buffer pool (cumulative since open).
+#[derive(Default)]
+pub struct PoolCounters {
+    pub page_requests: AtomicU64,
+    pub hits: AtomicU64,
+    pub pages_read: AtomicU64,
+    pub pages_written: AtomicU64,
+    pub pages_created: AtomicU64,
+    pub evictions: AtomicU64,
+    pub made_young: AtomicU64,
+    pub made_not_young: AtomicU64,
+    pub eviction_writes: AtomicU64,
+    pub free_frame_waits: AtomicU64,
+    pub free_frame_wait_us: AtomicU64,
+}
+
+/// A consistent-enough snapshot of pool sizes and counters.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct PoolStatus {
+    pub frames: u64,
+    pub pages_data: u64,
+    pub pages_free: u64,
+    pub pages_dirty: u64,
+    pub page_requests: u64,
+    pub hits: u64,
+    pub pages_read: u64,
+    pub pages_written: u64,
+    pub pages_created: u64,
+    pub evictions: u64,
+    pub made_young: u64,
+    pub made_not_young: u64,
+    pub eviction_writes: u64,
+    pub free_frame_waits: u64,
+    pub free_frame_wait_us: u64,
+}
+
+pub struct PoolConfig {
+    pub page_size: usize,
+    pub pool_bytes: u64,
+    pub instances: usize,
+    pub old_blocks_pct: usize,
+    pub old_blocks_time_ms: u64,
+}
+
+pub struct BufferPool {
+    page_size: usize,
+    frames: Box<[Frame]>,
+    instances: Box<[Instance]>,
+    per_instance: u32,
+    file: Arc<dyn File>,
+    epoch: Instant,
+    pub counters: PoolCounters,
+}
+
+enum Mode {
+    Read,
+    Write,
+    Create,
+}
+
+enum Latched<'a> {
+    R(PageRead<'a>),
+    W(PageWrite<'a>),
+}
+
+impl BufferPool {
+    /// Allocates every frame now; nothing is allocated per page later.
+    pub fn new(cfg: &PoolConfig, file: Arc<dyn File>) -> Result<Self> {
+        let total = (cfg.pool_bytes / cfg.page_size as u64) as usize;
+        let per_instance = total / cfg.instances.max(1);
+        if per_instance < 16 {
+            return Err(Error::InvalidOption {
+                name: "buffer_pool_size".into(),
+                value: cfg.pool_bytes.to_string(),
+                expected: format!(
+                    "at least 16 pages of {} bytes per instance ({} instances): {} bytes or more",
+                    cfg.page_size,
+                    cfg.instances,
+                    16 * cfg.page_size * cfg.instances
+                ),
+            });
+        }
+        let n = per_instance * cfg.instances;
+        let frames: Box<[Frame]> = (0..n)
+            .map(|_| Frame {
+                latch: RwLock::new(FrameData {
+                    buf: AlignedBuf::new(cfg.page_size),
+                    page: PageId::NONE,
+                    valid: false,
+                }),
+                pin: AtomicU32::new(0),
+            })
+            .collect();
+        let instances = (0..cfg.instances)
+            .map(|k| Instance {
+                base: (k * per_instance) as u32,
+                state: Mutex::new(InstState {
+                    page_table: HashMap::with_capacity(per_instance),
+                    free: (0..per_instance as u32).rev().collect(),
+                    lru: Lru::new(per_instance, cfg.old_blocks_pct, cfg.old_blocks_time_ms),
+                    flush_list: BTreeSet::new(),
+                    meta: vec![
+                        Meta {
+                            page: PageId::NONE,
+                            oldest_lsn: 0
+                        };
+                        per_instance
+                    ],
+                }),
+            })
+            .collect();
+        Ok(BufferPool {
+            page_size: cfg.page_size,
+            frames,
+            instances,
+            per_instance: per_instance as u32,
+            file,
+            epoch: Instant::now(),
+            counters: PoolCounters::default(),
+        })
+    }
+
+    pub fn page_size(&self) -> usize {
+        self.page_size
+    }
+
+    pub fn frame_count(&self) -> usize {
+        self.frames.len()
+    }
+
+    pub fn file(&self) -> &Arc<dyn File> {
+        &self.file
+    }
+
+    pub fn set_lru_params(&self, old_pct: usize, old_time_ms: u64) {
+        for inst in self.instances.iter() {
+            inst.state.lock().lru.set_params(old_pct, old_time_ms);
+        }
+    }
+
+    fn instance_of(&self, pid: PageId) -> usize {
+        // Pages of one 64-page extent share an instance (read-ahead works on extents).
+        let h = ((pid.0 >> 6) as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
+        (h % self.instances.len() as u64) as usize
+    }
+
+    fn split_fid(&self, fid: u32) -> (usize, u32) {
+        ((fid / self.per_instance) as usize, fid % self.per_instance)
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.epoch.elapsed().as_millis() as u64
+    }
+
+    fn unpin(&self, fid: u32) {
+        let prev = self.frames[fid as usize]
+            .pin
+            .fetch_sub(1, Ordering::Release);
+        debug_assert!(prev > 0, "unpin of unpinned frame {fid}");
+    }
+
+    fn note_dirty(&self, fid: u32, lsn: Lsn) {
+        let (k, local) = self.split_fid(fid);
+        let mut st = self.instances[k].state.lock();
+        let m = &mut st.meta[local as usize];
+        if m.oldest_lsn == 0 {
+            m.oldest_lsn = lsn.0.max(1);
+            let key = (m.oldest_lsn, fid);
+            st.flush_list.insert(key);
+        }
+    }
+
+    /// Latches page `pid` shared, reading it from disk if it is not in the pool.
+    pub fn read(&self, pid: PageId) -> Result<PageRead<'_>> {
+        match self.fetch(pid, Mode::Read)? {
+            Latched::R(g) => Ok(g),
+            Latched::W(g) => Ok(g.downgrade()),
+        }
+    }
+
+    /// Latches page `pid` exclusive, reading it from disk if it is not in the pool.
+    pub fn write(&self, pid: PageId) -> Result<PageWrite<'_>> {
+        match self.fetch(pid, Mode::Write)? {
+            Latched::W(g) => Ok(g),
+            Latched::R(_) => unreachable!("write fetch returned a read latch"),
+        }
+    }
+
+    /// A frame for a page that has never been written (the file is being extended): no read.
+    /// The caller formats it with `page::init`.
+    pub fn create(&self, pid: PageId) -> Result<PageWrite<'_>> {
+        match self.fetch(pid, Mode::Create)? {
+            Latched::W(g) => Ok(g),
+            Latched::R(_) => unreachable!("create returned a read latch"),
+        }
+    }
+
+    fn fetch(&self, pid: PageId, mode: Mode) -> Result<Latched<'_>> {
+        self.counters.page_requests.fetch_add(1, Ordering::Relaxed);
+        let k = self.instance_of(pid);
+        let inst = &self.instances[k];
+        loop {
+            let mut st = inst.state.lock();
+            if let Some(&local) = st.page_table.get(&pid) {
+                let fid = inst.base + local;
+                self.frames[fid as usize]
+                    .pin
+                    .fetch_add(1, Ordering::Acquire);
+                self.counters.hits.fetch_add(1, Ordering::Relaxed);
+                match st.lru.touch(local, self.now_ms()) {
+                    Touch::MadeYoung => {
+                        self.counters.made_young.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Touch::NotYoung => {
+                        self.counters.made_not_young.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Touch::AlreadyYoung => {}
+                }
+                drop(st);
+                if matches!(mode, Mode::Create) {
+                    unreachable!("create of page {pid} that is already in the pool");
+                }
+                let frame = &self.frames[fid as usize];
+                let latched = match mode {
+                    Mode::Read => {
+                        let g = frame.latch.read();
+                        if !g.valid || g.page != pid {
+                            drop(g);
+                            self.unpin(fid);
+                            continue;
+                        }
+                        Latched::R(PageRead {
+                            pool: self,
+                            fid,
+                            g: Some(g),
+                        })
+                    }
+                    _ => {
+                        let g = frame.latch.write();
+                        if !g.valid || g.page != pid {
+                            drop(g);
+                            self.unpin(fid);
+                            continue;
+                        }
+                        Latched::W(PageWrite {
+                            pool: self,
+                            fid,
+                            g: Some(g),
+                            modified: false,
+                        })
+                    }
+                };
+                return Ok(latched);
+            }
+            // Miss: find a frame, install the page, read it outside the mutex.
+            let local = match self.take_free_frame(k, st)? {
+                Some(local) => local,
+                None => continue, // the mutex was released: re-check the page table
+            };
+            let mut st = inst.state.lock();
+            if st.page_table.contains_key(&pid) {
+                st.free.push(local);
+                continue;
+            }
+            let fid = inst.base + local;
+            let frame = &self.frames[fid as usize];
+            let Some(mut g) = frame.latch.try_write() else {
+                unreachable!("free frame {fid} is latched (B1 broken)");
+            };
+            frame.pin.fetch_add(1, Ordering::Acquire);
+            st.page_table.insert(pid, local);
+            st.meta[local as usize] = Meta {
+                page: pid,
+                oldest_lsn: 0,
+            };
+            let now = self.now_ms();
+            st.lru.insert_new(local, now);
+            drop(st);
+            g.page = pid;
+            if matches!(mode, Mode::Create) {
+                g.buf.fill(0);
+                g.valid = true;
+                self.counters.pages_created.fetch_add(1, Ordering::Relaxed);
+            } else if let Err(e) = self.read_into(pid, &mut g.buf) {
+                g.valid = false;
+                g.page = PageId::NONE;
+                let mut st = inst.state.lock();
+                st.page_table.remove(&pid);
+                st.lru.remove(local);
+                st.meta[local as usize].page = PageId::NONE;
+                st.free.push(local);
+                drop(st);
+                drop(g);
+                self.unpin(fid);
+                return Err(e);
+            } else {
+                g.valid = true;
+            }
+            let w = PageWrite {
+                pool: self,
+                fid,
+                g: Some(g),
+                modified: false,
+            };
+            return Ok(match mode {
+                Mode::Read => Latched::R(w.downgrade()),
+                _ => Latched::W(w),
+            });
+        }
+    }
+
+    fn read_into(&self, pid: PageId, buf: &mut [u8]) -> Result<()> {
+        let off = pid.0 as u64 * self.page_size as u64;
+        self.file.read_at(buf, off)?;
+        self.counters.pages_read.fetch_add(1, Ordering::Relaxed);
+        page::verify(buf, pid).map_err(|f| Error::corrupt(self.file.name(), pid.0, f.to_string()))
+    }
+
+    /// Takes a free frame of instance `k`, evicting a clean page from the LRU tail if needed,
+    /// or writing back a dirty one (through `write_back`) when no clean page is near the tail.
+    /// Returns None when it had to release the mutex (the caller re-checks its page table).
+    fn take_free_frame<'a>(
+        &'a self,
+        k: usize,
+        mut st: parking_lot::MutexGuard<'a, InstState>,
+    ) -> Result<Option<u32>> {
+        let inst = &self.instances[k];
+        let mut waited: Option<Instant> = None;
+        let mut tries = 0u32;
+        loop {
+            if let Some(local) = st.free.pop() {
+                if let Some(t) = waited {
+                    self.counters
+                        .free_frame_wait_us
+                        .fetch_add(t.elapsed().as_micros() as u64, Ordering::Relaxed);
+                }
+                return Ok(Some(local));
+            }
+            let mut dirty_victim = None;
+            let mut clean_victim = None;
+            for local in st.lru.tail_iter(st.lru.len()) {
+                let fid = inst.base + local;
+                if self.frames[fid as usize].pin.load(Ordering::Acquire) != 0 {
+                    continue;
+                }
+                if st.meta[local as usize].oldest_lsn == 0 {
+                    clean_victim = Some(local);
+                    break;
+                }
+                if dirty_victim.is_none() {
+                    dirty_victim = Some(local);
+                }
+            }
+            if let Some(local) = clean_victim {
+                let pid = st.meta[local as usize].page;
+                st.page_table.remove(&pid);
+                st.lru.remove(local);
+                st.meta[local as usize].page = PageId::NONE;
+                self.counters.evictions.fetch_add(1, Ordering::Relaxed);
+                return Ok(Some(local));
+            }
+            if waited.is_none() {
+                waited = Some(Instant::now());
+                self.counters
+                    .free_frame_waits
+                    .fetch_add(1, Ordering::Relaxed);
+            }
+            if let Some(local) = dirty_victim {
+                let fid = inst.base + local;
+                self.frames[fid as usize]
+                    .pin
+                    .fetch_add(1, Ordering::Acquire);
+                drop(st);
+                let res = self.write_back_pinned(fid);
+                self.unpin(fid);
+                res?;
+                self.counters
+                    .eviction_writes
+                    .fetch_add(1, Ordering::Relaxed);
+                return Ok(None);
+            }
+            tries += 1;
+            if tries > FREE_FRAME_RETRIES {
+                return Err(Error::Poisoned(format!(
+                    "buffer pool instance {k} has all {} frames pinned: buffer_pool_size is too \
+                     small for the number of concurrent threads",
+                    self.per_instance
+                )));
+            }
+            drop(st);
+            std::thread::sleep(Duration::from_micros(500));
+            st = inst.state.lock();
+        }
+    }
+
+    /// Writes frame `fid`'s page back if it is dirty. Returns whether it wrote.
+    /// The only path from a frame to the data file (B3).
+    pub fn write_back(&self, fid: u32) -> Result<bool> {
+        let (k, _) = self.split_fid(fid);
+        {
+            // pin under the mutex (B1)
+            let _st = self.instances[k].state.lock();
+            self.frames[fid as usize]
+                .pin
+                .fetch_add(1, Ordering::Acquire);
+        }
+        let r = self.write_back_pinned(fid);
+        self.unpin(fid);
+        r
+    }
+
+    fn write_back_pinned(&self, fid: u32) -> Result<bool> {
+        let (k, local) = self.split_fid(fid);
+        let g = self.frames[fid as usize].latch.read();
+        let oldest = self.instances[k].state.lock().meta[local as usize].oldest_lsn;
+        if oldest == 0 || !g.valid {
+            return Ok(false);
+        }
+        let pid = g.page;
+        // IMPORTANT (invariant 1, WAL): once a redo log exists, it must be durable up to the
+        // page LSN here, before the page goes to disk.
+        let mut out = AlignedBuf::new(self.page_size);
+        out.copy_from_slice(&g.buf);
+        page::seal(&mut out);
+        debug_assert!(page::verify(&out, pid).is_ok());
+        self.file
+            .write_at(&out, pid.0 as u64 * self.page_size as u64)?;
+        self.counters.pages_written.fetch_add(1, Ordering::Relaxed);
+        let mut st = self.instances[k].state.lock();
+        // The S latch was held throughout, so no change raced the write: the frame is clean.
+        st.flush_list.remove(&(oldest, fid));
+        st.meta[local as usize].oldest_lsn = 0;
+        Ok(true)
+    }
+
+    /// The frames on the flush list with the oldest modifications, up to `n` per instance.
+    pub fn oldest_dirty(&self, n: usize) -> Vec<(Lsn, u32)> {
+        let mut out = Vec::new();
+        for inst in self.instances.iter() {
+            let st = inst.state.lock();
+            out.extend(st.flush_list.iter().take(n).map(|&(l, f)| (Lsn(l), f)));
+        }
+        out.sort();
+        out
+    }
+
+    /// The smallest oldest_modification over all flush lists (None when nothing is dirty).
+    pub fn oldest_modification(&self) -> Option<Lsn> {
+        self.instances
+            .iter()
+            .filter_map(|i| i.state.lock().flush_list.first().map(|&(l, _)| Lsn(l)))
+            .min()
+    }
+
+    /// Writes every dirty page back, oldest first, and syncs the data file.
+    pub fn flush_all(&self) -> Result<usize> {
+        let mut written = 0;
+        loop {
+            let batch = self.oldest_dirty(256);
+            if batch.is_empty() {
+                break;
+            }
+            for (_, fid) in batch {
+                if self.write_back(fid)? {
+                    written += 1;
+                }
+            }
+        }
+        self.file.sync()?;
+        Ok(written)
+    }
+
+    /// Drops a page from the pool (after it was freed and written, or for tests).
+    /// Returns false when the page is pinned.
+    pub fn discard(&self, pid: PageId) -> bool {
+        let k = self.instance_of(pid);
+        let inst = &self.instances[k];
+        let mut st = inst.state.lock();
+        let Some(&local) = st.page_table.get(&pid) else {
+            return true;
+        };
+        let fid = inst.base + local;
+        if self.frames[fid as usize].pin.load(Ordering::Acquire) != 0 {
+            return false;
+        }
+        let m = st.meta[local as usize];
+        st.flush_list.remove(&(m.oldest_lsn, fid));
+        st.page_table.remove(&pid);
+        st.lru.remove(local);
+        st.meta[local as usize] = Meta {
+            page: PageId::NONE,
+            oldest_lsn: 0,
+        };
+        st.free.push(local);
+        true
+    }
+
+    pub fn status(&self) -> PoolStatus {
+        let mut s = PoolStatus {
+            frames: self.frames.len() as u64,
+            ..Default::default()
+        };
+        for inst in self.instances.iter() {
+            let st = inst.state.lock();
+            s.pages_data += st.page_table.len() as u64;
+            s.pages_free += st.free.len() as u64;
+            s.pages_dirty += st.flush_list.len() as u64;
+        }
+        let c = &self.counters;
+        let ld = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        s.page_requests = ld(&c.page_requests);
+        s.hits = ld(&c.hits);
+        s.pages_read = ld(&c.pages_read);
+        s.pages_written = ld(&c.pages_written);
+        s.pages_created = ld(&c.pages_created);
+        s.evictions = ld(&c.evictions);
+        s.made_young = ld(&c.made_young);
+        s.made_not_young = ld(&c.made_not_young);
+        s.eviction_writes = ld(&c.eviction_writes);
+        s.free_frame_waits = ld(&c.free_frame_waits);
+        s.free_frame_wait_us = ld(&c.free_frame_wait_us);
+        s
+    }
+}

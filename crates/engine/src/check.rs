@@ -1,0 +1,375 @@
+//! check: verifies a data file without the buffer pool: every page's checksum, then every
+//! B+tree invariant, the free list, and that each page is used exactly once.
+//!
+//! Rules checked (each failure names the file, the page and the rule):
+//! - C1 every page 0..page_count passes `page::verify` (checksum, LSN copy, page number).
+//! - C2 tree pages have the owner and level their parent implies; internal pages have children.
+//! - C3 keys inside a page are strictly ascending, and lie within the bounds set by the parent
+//!   separators: for child i, [key_i, key_{i+1}).
+//! - C4 leaves of a tree form one doubly linked list in key order.
+//! - C5 overflow chains hold exactly the length their record states, pages of the same owner.
+//! - C6 the free list holds only Free pages and its length equals the header's count.
+//! - C7 every page is reachable from exactly one tree or the free list (no leaks, no sharing).
+
+use crate::catalog::{self, CATALOG_TABLE_ID};
+use crate::error::{Error, Result};
+use crate::io::File;
+use crate::page::{self, hdr, node, PageType};
+use crate::space::{self, Header};
+use crate::types::PageId;
+use std::collections::HashMap;
+
+/// Per-table figures.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct TableReport {
+    pub name: String,
+    pub id: u32,
+    pub rows: u64,
+    pub depth: u32,
+    pub leaf_pages: u64,
+    pub internal_pages: u64,
+    pub overflow_pages: u64,
+    /// Mean fill of leaf pages (live bytes / usable bytes), 0..1.
+    pub leaf_fill: f64,
+}
+
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Problem {
+    pub file: String,
+    pub page: u32,
+    pub rule: String,
+}
+
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: page {}: {}", self.file, self.page, self.rule)
+    }
+}
+
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct CheckReport {
+    pub page_size: usize,
+    pub page_count: u32,
+    pub free_pages: u32,
+    pub tables: Vec<TableReport>,
+    pub problems: Vec<Problem>,
+}
+
+impl CheckReport {
+    pub fn is_ok(&self) -> bool {
+        self.problems.is_empty()
+    }
+}
+
+/// Most problems reported before the check stops listing more.
+const MAX_PROBLEMS: usize = 1000;
+
+struct Checker<'f> {
+    file: &'f dyn File,
+    ps: usize,
+    pages: Vec<Option<Vec<u8>>>,
+    used_by: HashMap<u32, u32>,
+    report: CheckReport,
+}
+
+impl Checker<'_> {
+    fn problem(&mut self, page: u32, rule: impl Into<String>) {
+        if self.report.problems.len() < MAX_PROBLEMS {
+            self.report.problems.push(Problem {
+                file: self.file.name().to_string(),
+                page,
+                rule: rule.into(),
+            });
+        }
+    }
+
+    fn page(&self, pid: PageId) -> Option<&[u8]> {
+        self.pages.get(pid.0 as usize).and_then(|p| p.as_deref())
+    }
+
+    /// Claims `pid` for `owner`; false (and a problem) if it is out of range or already used.
+    fn claim(&mut self, pid: PageId, owner: u32, what: &str) -> bool {
+        if pid.0 as usize >= self.pages.len() {
+            self.problem(pid.0, format!("C7 {what} points past the end of the file"));
+            return false;
+        }
+        if let Some(prev) = self.used_by.insert(pid.0, owner) {
+            self.problem(
+                pid.0,
+                format!("C7 page used twice: by table {prev} and by {what} of table {owner}"),
+            );
+            return false;
+        }
+        if self.page(pid).is_none() {
+            return false; // C1 already reported
+        }
+        true
+    }
+}
+
+/// Runs every check on an open file (whose writers are quiescent).
+pub fn check_file(file: &dyn File) -> Result<CheckReport> {
+    let len = file.len()?;
+    let mut first = vec![0u8; page::MIN_PAGE_SIZE];
+    if len < first.len() as u64 {
+        return Err(Error::corrupt(
+            file.name(),
+            0,
+            format!("file is truncated: {len} bytes"),
+        ));
+    }
+    file.read_at(&mut first, 0)?;
+    let ps = space::probe_page_size(&first).map_err(|r| Error::corrupt(file.name(), 0, r))?;
+    let mut p0 = vec![0u8; ps];
+    file.read_at(&mut p0, 0)?;
+    page::verify(&p0, PageId(0)).map_err(|f| Error::corrupt(file.name(), 0, f.to_string()))?;
+    let h = Header::decode(&p0);
+    let mut c = Checker {
+        file,
+        ps,
+        pages: Vec::with_capacity(h.page_count as usize),
+        used_by: HashMap::new(),
+        report: CheckReport {
+            page_size: ps,
+            page_count: h.page_count,
+            free_pages: h.free_count,
+            ..Default::default()
+        },
+    };
+    if (h.page_count as u64) * ps as u64 > len {
+        c.problem(
+            0,
+            format!(
+                "C1 header says {} pages but the file holds {} bytes",
+                h.page_count, len
+            ),
+        );
+    }
+    // C1: read and verify every page
+    for pid in 0..h.page_count {
+        let mut b = vec![0u8; ps];
+        if let Err(e) = file.read_at(&mut b, pid as u64 * ps as u64) {
+            c.problem(pid, format!("C1 unreadable: {e}"));
+            c.pages.push(None);
+            continue;
+        }
+        match page::verify(&b, PageId(pid)) {
+            Ok(()) => c.pages.push(Some(b)),
+            Err(f) => {
+                c.problem(pid, format!("C1 {f}"));
+                c.pages.push(None);
+            }
+        }
+    }
+    c.used_by.insert(0, u32::MAX);
+    // catalog tree, then every table it names
+    let mut cat = TableReport {
+        name: "(catalog)".into(),
+        id: CATALOG_TABLE_ID,
+        ..Default::default()
+    };
+    let mut entries = Vec::new();
+    walk_tree(
+        &mut c,
+        h.catalog_root,
+        CATALOG_TABLE_ID,
+        &mut cat,
+        &mut |k, v| entries.push((k.to_vec(), v.to_vec())),
+    );
+    for (k, v) in entries {
+        let name = String::from_utf8_lossy(&k).to_string();
+        match catalog::decode(&v) {
+            Some((id, root)) => {
+                let mut t = TableReport {
+                    name,
+                    id,
+                    ..Default::default()
+                };
+                walk_tree(&mut c, root, id, &mut t, &mut |_, _| {});
+                c.report.tables.push(t);
+            }
+            None => c.problem(
+                h.catalog_root.0,
+                format!("catalog entry `{name}` is malformed"),
+            ),
+        }
+    }
+    // C6: free list
+    let mut pid = h.free_head;
+    let mut n = 0u32;
+    while !pid.is_none() && n <= h.page_count {
+        if !c.claim(pid, u32::MAX - 1, "free list") {
+            break;
+        }
+        let Some(b) = c.page(pid) else { break };
+        if hdr::page_type(b) != Some(PageType::Free) {
+            c.problem(pid.0, "C6 page on the free list is not a free page");
+            break;
+        }
+        pid = hdr::next(b);
+        n += 1;
+    }
+    if n != h.free_count {
+        c.problem(
+            0,
+            format!(
+                "C6 free list holds {n} pages, the header counts {}",
+                h.free_count
+            ),
+        );
+    }
+    // C7: leaks
+    for p in 1..h.page_count {
+        if !c.used_by.contains_key(&p) && c.page(PageId(p)).is_some() {
+            c.problem(p, "C7 page is leaked: in no tree and not on the free list");
+        }
+    }
+    Ok(c.report)
+}
+
+/// Walks one tree depth-first, checking C2-C5 and calling `visit` for each leaf record.
+fn walk_tree(
+    c: &mut Checker<'_>,
+    root: PageId,
+    owner: u32,
+    t: &mut TableReport,
+    visit: &mut dyn FnMut(&[u8], &[u8]),
+) {
+    // (page, expected level, lower bound, upper bound)
+    let mut stack: Vec<(PageId, Option<u8>, Option<Vec<u8>>, Option<Vec<u8>>)> =
+        vec![(root, None, None, None)];
+    let mut leaves: Vec<PageId> = Vec::new();
+    let mut fill_sum = 0.0;
+    while let Some((pid, level, lo, hi)) = stack.pop() {
+        if !c.claim(pid, owner, "tree") {
+            continue;
+        }
+        let Some(b) = c.page(pid).map(<[u8]>::to_vec) else {
+            continue;
+        };
+        let ty = hdr::page_type(&b);
+        let l = hdr::level(&b);
+        if !matches!(ty, Some(PageType::Leaf) | Some(PageType::Internal))
+            || (ty == Some(PageType::Leaf)) != (l == 0)
+        {
+            c.problem(
+                pid.0,
+                format!("C2 expected a B+tree page, found {ty:?} level {l}"),
+            );
+            continue;
+        }
+        if hdr::owner(&b) != owner {
+            c.problem(
+                pid.0,
+                format!(
+                    "C2 owner is table {}, reached from table {owner}",
+                    hdr::owner(&b)
+                ),
+            );
+        }
+        if let Some(e) = level {
+            if l != e {
+                c.problem(pid.0, format!("C2 level {l} where the parent implies {e}"));
+            }
+        } else {
+            t.depth = l as u32 + 1;
+        }
+        let n = node::nslots(&b);
+        let first_checked = if l == 0 { 0 } else { 1 };
+        for i in first_checked..n {
+            let k = node::key(&b, i);
+            if lo.as_deref().is_some_and(|lo| k < lo) || hi.as_deref().is_some_and(|hi| k >= hi) {
+                c.problem(
+                    pid.0,
+                    format!("C3 key at slot {i} lies outside its parent's bounds"),
+                );
+                break;
+            }
+        }
+        if l == 0 {
+            leaves.push(pid);
+            t.leaf_pages += 1;
+            t.rows += n as u64;
+            fill_sum += node::used_space(&b) as f64 / (c.ps - page::PAGE_OVERHEAD) as f64;
+            for i in 0..n {
+                let k = node::key(&b, i).to_vec();
+                match node::leaf_value(&b, i) {
+                    node::LeafValue::Inline(v) => visit(&k, v),
+                    node::LeafValue::Overflow { len, first } => {
+                        check_chain(c, first, len, owner, t, pid);
+                        visit(&k, &[]);
+                    }
+                }
+            }
+        } else {
+            t.internal_pages += 1;
+            if n == 0 {
+                c.problem(pid.0, "C2 internal page without children");
+            }
+            // push right-to-left so leaves are met left-to-right
+            for i in (0..n).rev() {
+                let clo = if i == 0 {
+                    lo.clone()
+                } else {
+                    Some(node::key(&b, i).to_vec())
+                };
+                let chi = if i + 1 < n {
+                    Some(node::key(&b, i + 1).to_vec())
+                } else {
+                    hi.clone()
+                };
+                stack.push((node::child(&b, i), Some(l - 1), clo, chi));
+            }
+        }
+    }
+    if t.leaf_pages > 0 {
+        t.leaf_fill = fill_sum / t.leaf_pages as f64;
+    }
+    // C4: sibling links follow the left-to-right order of the leaves
+    for (i, &pid) in leaves.iter().enumerate() {
+        let Some(b) = c.page(pid) else { continue };
+        let want_prev = if i == 0 { PageId::NONE } else { leaves[i - 1] };
+        let want_next = leaves.get(i + 1).copied().unwrap_or(PageId::NONE);
+        let (p, n) = (hdr::prev(b), hdr::next(b));
+        if p != want_prev || n != want_next {
+            c.problem(
+                pid.0,
+                format!(
+                    "C4 leaf links prev={p} next={n}, expected prev={want_prev} next={want_next}"
+                ),
+            );
+        }
+    }
+}
+
+fn check_chain(
+    c: &mut Checker<'_>,
+    first: PageId,
+    len: usize,
+    owner: u32,
+    t: &mut TableReport,
+    leaf: PageId,
+) {
+    let mut pid = first;
+    let mut got = 0usize;
+    let max = crate::btree::overflow_pages_for(c.ps, len);
+    for _ in 0..max {
+        if !c.claim(pid, owner, "overflow chain") {
+            return;
+        }
+        let Some(b) = c.page(pid) else { return };
+        if hdr::page_type(b) != Some(PageType::Overflow) || hdr::owner(b) != owner {
+            c.problem(pid.0, "C5 expected an overflow page of this table");
+            return;
+        }
+        got += page::overflow::data(b).map_or(0, <[u8]>::len);
+        t.overflow_pages += 1;
+        pid = hdr::next(b);
+    }
+    if got != len {
+        c.problem(
+            leaf.0,
+            format!("C5 overflow chain holds {got} bytes, the record says {len}"),
+        );
+    }
+}

@@ -1,0 +1,427 @@
+//! db: the public API an embedding program uses: [`Database`], [`Table`], [`Status`].
+//!
+//! A database is a directory holding one data file (`evenkeel.data`). Opening it sizes the
+//! buffer pool once; closing it (or dropping the last handle) writes every dirty page back and
+//! records a clean shutdown in the file header. Until the durable write path lands, a process
+//! that dies without closing loses what was not yet written back.
+
+use crate::btree::{Ctx, Tree, TreeCounters};
+use crate::buffer::{BufferPool, PoolConfig, PoolStatus};
+use crate::catalog::Catalog;
+use crate::error::{Error, Result};
+use crate::io::{File, FileKind, FileStorage, IoStats, Storage};
+use crate::mtr::Mtr;
+use crate::options::Options;
+use crate::page::{self, node};
+use crate::space::{self, Header, HEADER_PAGE};
+use crate::txn::transaction::Transaction;
+use crate::types::{Lsn, PageId};
+use parking_lot::Mutex;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+pub const DATA_FILE: &str = "evenkeel.data";
+
+/// A handle to an open database; cheap to clone and share between threads.
+#[derive(Clone)]
+pub struct Database {
+    pub(crate) inner: Arc<DbInner>,
+}
+
+/// A table handle, valid until the table is dropped.
+#[derive(Clone)]
+pub struct Table {
+    pub(crate) tree: Arc<Tree>,
+    pub(crate) name: Arc<str>,
+}
+
+impl Table {
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    pub fn id(&self) -> u32 {
+        self.tree.id
+    }
+    pub(crate) fn check_live(&self) -> Result<()> {
+        if self.tree.dropped.load(Ordering::Acquire) {
+            return Err(Error::TableNotFound(self.name.to_string()));
+        }
+        Ok(())
+    }
+}
+
+impl std::fmt::Debug for Table {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Table({} #{})", self.name, self.tree.id)
+    }
+}
+
+/// Counters kept by the API layer.
+#[derive(Default)]
+pub(crate) struct DbCounters {
+    pub commits: AtomicU64,
+    pub rollbacks: AtomicU64,
+    pub rows_written: AtomicU64,
+    pub rows_deleted: AtomicU64,
+}
+
+pub(crate) struct DbInner {
+    pub(crate) location: String,
+    pub(crate) storage: Arc<dyn Storage>,
+    pub(crate) pool: BufferPool,
+    pub(crate) lsn: AtomicU64,
+    pub(crate) catalog: Catalog,
+    pub(crate) opts: Options,
+    pub(crate) tree_counters: Arc<TreeCounters>,
+    pub(crate) counters: DbCounters,
+    closed: AtomicBool,
+    close_lock: Mutex<()>,
+}
+
+impl DbInner {
+    pub(crate) fn ctx(&self) -> Ctx<'_> {
+        Ctx {
+            pool: &self.pool,
+            lsn: &self.lsn,
+        }
+    }
+
+    pub(crate) fn check_open(&self) -> Result<()> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::Poisoned(format!("{} is closed", self.location)));
+        }
+        Ok(())
+    }
+
+    fn shutdown(&self) -> Result<()> {
+        let _g = self.close_lock.lock();
+        if self.closed.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        self.pool.flush_all()?;
+        {
+            let mut mtr = Mtr::new(&self.pool, &self.lsn);
+            let hs = mtr.write(HEADER_PAGE)?;
+            let lsn = Lsn(self.lsn.load(Ordering::Acquire) + 1);
+            space::set_shutdown(mtr.pg(hs), lsn, true);
+            mtr.commit();
+        }
+        self.pool.flush_all()?;
+        self.closed.store(true, Ordering::Release);
+        Ok(())
+    }
+}
+
+impl Drop for DbInner {
+    fn drop(&mut self) {
+        if let Err(e) = self.shutdown() {
+            tracing::error!("closing {} failed: {e}", self.location);
+        }
+    }
+}
+
+/// What `status()` reports.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Status {
+    pub location: String,
+    pub page_size: usize,
+    pub page_overhead_bytes: usize,
+    pub buffer_pool_size: u64,
+    pub buffer_pool_instances: usize,
+    pub lsn: u64,
+    pub file_pages: u32,
+    pub free_list_pages: u32,
+    pub file_bytes: u64,
+    pub tables: usize,
+    /// 100 * dirty / (1 + data + free), seed 000's formula.
+    pub dirty_pct: f64,
+    pub buffer: PoolStatus,
+    pub page_splits: u64,
+    pub pages_freed: u64,
+    pub root_collapses: u64,
+    pub commits: u64,
+    pub rollbacks: u64,
+    pub rows_written: u64,
+    pub rows_deleted: u64,
+    pub io: IoStats,
+}
+
+fn pool_config(opts: &Options, page_size: usize) -> PoolConfig {
+    PoolConfig {
+        page_size,
+        pool_bytes: opts.buffer_pool_size,
+        instances: opts.buffer_pool_instances,
+        old_blocks_pct: opts.old_blocks_pct as usize,
+        old_blocks_time_ms: opts.old_blocks_time as u64,
+    }
+}
+
+impl Database {
+    /// Creates a new database in `dir` (created if missing). Fails if one exists there.
+    pub fn create(dir: impl AsRef<Path>, opts: Options) -> Result<Database> {
+        let storage = Arc::new(FileStorage::new(dir.as_ref(), opts.flush_method)?);
+        Self::create_in(storage, opts)
+    }
+
+    /// Opens the database in `dir`.
+    pub fn open(dir: impl AsRef<Path>, opts: Options) -> Result<Database> {
+        let dir = dir.as_ref();
+        if !dir.join(DATA_FILE).exists() {
+            return Err(Error::BadDatabase {
+                path: dir.to_path_buf(),
+                reason: format!("no database here ({DATA_FILE} is missing)"),
+            });
+        }
+        let storage = Arc::new(FileStorage::new(dir, opts.flush_method)?);
+        Self::open_in(storage, opts)
+    }
+
+    /// Opens the database in `dir`, creating it when there is none.
+    pub fn open_or_create(dir: impl AsRef<Path>, opts: Options) -> Result<Database> {
+        if dir.as_ref().join(DATA_FILE).exists() {
+            Self::open(dir, opts)
+        } else {
+            Self::create(dir, opts)
+        }
+    }
+
+    /// Creates a database on any storage (the simulated disk in tests).
+    pub fn create_in(storage: Arc<dyn Storage>, opts: Options) -> Result<Database> {
+        opts.validate()?;
+        if storage.exists(DATA_FILE) {
+            return Err(Error::BadDatabase {
+                path: PathBuf::from(storage.describe()),
+                reason: "a database already exists here".into(),
+            });
+        }
+        let ps = opts.page_size;
+        let file = storage.open(DATA_FILE, FileKind::Data, true)?;
+        let pool = BufferPool::new(&pool_config(&opts, ps), file)?;
+        let lsn = AtomicU64::new(0);
+        {
+            let mut mtr = Mtr::new(&pool, &lsn);
+            let hs = mtr.create(HEADER_PAGE)?;
+            let cs = mtr.create(PageId(1))?;
+            space::format_header(mtr.pg(hs), ps, PageId(1));
+            page::init(
+                mtr.pg(cs),
+                PageId(1),
+                page::PageType::Leaf,
+                crate::catalog::CATALOG_TABLE_ID,
+            );
+            mtr.commit();
+        }
+        pool.flush_all()?;
+        // IMPORTANT: the new data file is not durable until its directory is synced.
+        storage.sync_dir()?;
+        drop(pool);
+        Self::open_in(storage, opts)
+    }
+
+    /// Opens a database on any storage.
+    pub fn open_in(storage: Arc<dyn Storage>, opts: Options) -> Result<Database> {
+        opts.validate()?;
+        let location = storage.describe();
+        let bad = |reason: String| Error::BadDatabase {
+            path: PathBuf::from(&location).join(DATA_FILE),
+            reason,
+        };
+        if !storage.exists(DATA_FILE) {
+            return Err(bad("no database here".into()));
+        }
+        let file = storage.open(DATA_FILE, FileKind::Data, false)?;
+        let len = file.len()?;
+        if len < page::MIN_PAGE_SIZE as u64 {
+            return Err(bad(format!(
+                "file is truncated: {len} bytes, less than one page"
+            )));
+        }
+        let mut first = vec![0u8; page::MIN_PAGE_SIZE];
+        file.read_at(&mut first, 0)?;
+        let ps = space::probe_page_size(&first).map_err(bad)?;
+        if len % ps as u64 != 0 {
+            return Err(bad(format!(
+                "file length {len} is not a multiple of its page size {ps}: truncated or not \
+                 written with this page size"
+            )));
+        }
+        let pool = BufferPool::new(&pool_config(&opts, ps), file.clone())?;
+        let header = {
+            let g = pool.read(HEADER_PAGE)?;
+            Header::decode(&g)
+        };
+        if header.page_size != ps {
+            return Err(bad("header page size changed between reads".into()));
+        }
+        let needed = header.page_count as u64 * ps as u64;
+        if len < needed {
+            return Err(bad(format!(
+                "file is truncated: header says {} pages ({needed} bytes), file has {len} bytes",
+                header.page_count
+            )));
+        }
+        if !header.clean {
+            tracing::warn!(
+                "{location}: the database was not closed cleanly; changes not written back \
+                 before the crash are lost (no redo log yet)"
+            );
+        }
+        let lsn = AtomicU64::new(header.shutdown_lsn.0);
+        {
+            // Mark the file as open; a clean close sets the flag again.
+            let mut mtr = Mtr::new(&pool, &lsn);
+            let hs = mtr.write(HEADER_PAGE)?;
+            space::set_shutdown(mtr.pg(hs), header.shutdown_lsn, false);
+            mtr.commit();
+        }
+        pool.flush_all()?;
+        let tree_counters = Arc::new(TreeCounters::default());
+        let catalog = {
+            let cx = Ctx {
+                pool: &pool,
+                lsn: &lsn,
+            };
+            Catalog::load(&cx, header.catalog_root, tree_counters.clone())?
+        };
+        Ok(Database {
+            inner: Arc::new(DbInner {
+                location,
+                storage,
+                pool,
+                lsn,
+                catalog,
+                opts,
+                tree_counters,
+                counters: DbCounters::default(),
+                closed: AtomicBool::new(false),
+                close_lock: Mutex::new(()),
+            }),
+        })
+    }
+
+    pub fn options(&self) -> &Options {
+        &self.inner.opts
+    }
+
+    pub fn page_size(&self) -> usize {
+        self.inner.pool.page_size()
+    }
+
+    /// Largest key accepted, in bytes (page_size / 8).
+    pub fn max_key_len(&self) -> usize {
+        node::max_key_len(self.page_size())
+    }
+
+    pub fn create_table(&self, name: &str) -> Result<Table> {
+        self.inner.check_open()?;
+        let tree = self.inner.catalog.create(&self.inner.ctx(), name)?;
+        Ok(Table {
+            tree,
+            name: Arc::from(name),
+        })
+    }
+
+    /// The table named `name`, creating it if missing.
+    pub fn create_table_if_missing(&self, name: &str) -> Result<Table> {
+        match self.table(name) {
+            Err(Error::TableNotFound(_)) => match self.create_table(name) {
+                Err(Error::TableExists(_)) => self.table(name),
+                r => r,
+            },
+            r => r,
+        }
+    }
+
+    pub fn table(&self, name: &str) -> Result<Table> {
+        self.inner.check_open()?;
+        match self.inner.catalog.get(name) {
+            Some(tree) => Ok(Table {
+                tree,
+                name: Arc::from(name),
+            }),
+            None => Err(Error::TableNotFound(name.to_string())),
+        }
+    }
+
+    /// Drops a table and frees its pages for reuse.
+    pub fn drop_table(&self, name: &str) -> Result<()> {
+        self.inner.check_open()?;
+        self.inner
+            .catalog
+            .drop_table(&self.inner.ctx(), name)
+            .map(|_| ())
+    }
+
+    pub fn tables(&self) -> Result<Vec<String>> {
+        self.inner.check_open()?;
+        Ok(self.inner.catalog.names())
+    }
+
+    pub fn begin(&self) -> Transaction {
+        Transaction::new(self.inner.clone())
+    }
+
+    pub fn status(&self) -> Status {
+        let i = &self.inner;
+        let buffer = i.pool.status();
+        let header = i.pool.read(HEADER_PAGE).map(|g| Header::decode(&g)).ok();
+        let tc = &i.tree_counters;
+        let ld = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        Status {
+            location: i.location.clone(),
+            page_size: i.pool.page_size(),
+            page_overhead_bytes: page::PAGE_OVERHEAD,
+            buffer_pool_size: i.pool.frame_count() as u64 * i.pool.page_size() as u64,
+            buffer_pool_instances: i.opts.buffer_pool_instances,
+            lsn: i.lsn.load(Ordering::Relaxed),
+            file_pages: header.map_or(0, |h| h.page_count),
+            free_list_pages: header.map_or(0, |h| h.free_count),
+            file_bytes: i.pool.file().len().unwrap_or(0),
+            tables: i.catalog.names().len(),
+            dirty_pct: 100.0 * buffer.pages_dirty as f64
+                / (1 + buffer.pages_data + buffer.pages_free) as f64,
+            buffer,
+            page_splits: ld(&tc.splits),
+            pages_freed: ld(&tc.pages_freed),
+            root_collapses: ld(&tc.root_collapses),
+            commits: ld(&i.counters.commits),
+            rollbacks: ld(&i.counters.rollbacks),
+            rows_written: ld(&i.counters.rows_written),
+            rows_deleted: ld(&i.counters.rows_deleted),
+            io: i.storage.io_stats(),
+        }
+    }
+
+    /// Writes every dirty page back and syncs the data file (a sharp checkpoint).
+    pub fn flush(&self) -> Result<usize> {
+        self.inner.check_open()?;
+        self.inner.pool.flush_all()
+    }
+
+    /// Verifies every page checksum and every B+tree invariant. Run it on a quiescent
+    /// database: it flushes, then reads the data file directly.
+    pub fn check(&self) -> Result<crate::check::CheckReport> {
+        self.flush()?;
+        crate::check::check_file(self.inner.pool.file().as_ref())
+    }
+
+    /// Writes everything back and marks a clean shutdown. Other handles become unusable.
+    pub fn close(self) -> Result<()> {
+        self.inner.shutdown()
+    }
+}
+
+/// Checks the database in a directory without opening it for writing.
+pub fn check_dir(dir: impl AsRef<Path>) -> Result<crate::check::CheckReport> {
+    let dir = dir.as_ref();
+    if !dir.join(DATA_FILE).exists() {
+        return Err(Error::BadDatabase {
+            path: dir.to_path_buf(),
+            reason: format!("no database here ({DATA_FILE} is missing)"),
+        });
+    }
+    let storage = FileStorage::new(dir, crate::io::FlushMethod::Fsync)?;
+    let file: Arc<dyn File> = storage.open(DATA_FILE, FileKind::Data, false)?;
+    crate::check::check_file(file.as_ref())
+}

@@ -1,0 +1,372 @@
+//! node: slotted records of B+tree leaf and internal pages. Pure functions over a page buffer.
+//!
+//! Cells are packed downward from the trailer; the slot array (u16 offsets, key order) grows
+//! upward after the header. Both cell kinds have a 6-byte cell header:
+//!
+//! ```text
+//! leaf cell:     klen u16 | vword u32 | key | value bytes            (inline)
+//!                klen u16 | vword u32 | key | first overflow page u32 (vword bit 31 set)
+//!                vword low 31 bits = total value length
+//! internal cell: klen u16 | child u32 | key      (slot 0's key is ignored: it means -infinity)
+//! ```
+//!
+//! Sizes are chosen so that at least four maximal cells fit a page: a split of a full page
+//! always leaves room for the cell being inserted.
+
+use super::{hdr, rd_u16, rd_u32, wr_u16, wr_u32, PAGE_HEADER_SIZE, PAGE_TRAILER_SIZE};
+use crate::types::PageId;
+
+pub const CELL_HEADER: usize = 6;
+pub const SLOT_SIZE: usize = 2;
+const OVERFLOW_BIT: u32 = 1 << 31;
+/// Largest value length the cell format can describe.
+pub const MAX_VALUE_LEN: usize = (OVERFLOW_BIT - 1) as usize;
+
+/// Largest key, in bytes, for a page size.
+pub fn max_key_len(page_size: usize) -> usize {
+    page_size / 8
+}
+
+/// Largest cell (header included) stored in a page; a bigger leaf value goes to overflow pages.
+pub fn max_cell_len(page_size: usize) -> usize {
+    (page_size - PAGE_HEADER_SIZE - PAGE_TRAILER_SIZE) / 4 - SLOT_SIZE
+}
+
+/// Whether a leaf cell with this key and value keeps the value inline.
+pub fn value_fits_inline(page_size: usize, klen: usize, vlen: usize) -> bool {
+    CELL_HEADER + klen + vlen <= max_cell_len(page_size)
+}
+
+pub fn nslots(b: &[u8]) -> usize {
+    hdr::nslots(b)
+}
+
+fn slot_pos(i: usize) -> usize {
+    PAGE_HEADER_SIZE + i * SLOT_SIZE
+}
+
+fn cell_off(b: &[u8], i: usize) -> usize {
+    rd_u16(b, slot_pos(i)) as usize
+}
+
+pub fn key(b: &[u8], i: usize) -> &[u8] {
+    let off = cell_off(b, i);
+    let klen = rd_u16(b, off) as usize;
+    &b[off + CELL_HEADER..off + CELL_HEADER + klen]
+}
+
+fn word(b: &[u8], i: usize) -> u32 {
+    rd_u32(b, cell_off(b, i) + 2)
+}
+
+/// A leaf value as stored: inline bytes or a reference to an overflow chain.
+#[derive(Debug, PartialEq, Eq, Clone, Copy)]
+pub enum LeafValue<'a> {
+    Inline(&'a [u8]),
+    Overflow { len: usize, first: PageId },
+}
+
+pub fn leaf_value(b: &[u8], i: usize) -> LeafValue<'_> {
+    let off = cell_off(b, i);
+    let klen = rd_u16(b, off) as usize;
+    let w = rd_u32(b, off + 2);
+    let start = off + CELL_HEADER + klen;
+    if w & OVERFLOW_BIT != 0 {
+        LeafValue::Overflow {
+            len: (w & !OVERFLOW_BIT) as usize,
+            first: PageId(rd_u32(b, start)),
+        }
+    } else {
+        LeafValue::Inline(&b[start..start + w as usize])
+    }
+}
+
+pub fn child(b: &[u8], i: usize) -> PageId {
+    PageId(word(b, i))
+}
+
+pub fn set_child(b: &mut [u8], i: usize, c: PageId) {
+    let off = cell_off(b, i);
+    wr_u32(b, off + 2, c.0);
+}
+
+fn cell_len_at(b: &[u8], off: usize, leaf: bool) -> usize {
+    let klen = rd_u16(b, off) as usize;
+    if !leaf {
+        return CELL_HEADER + klen;
+    }
+    let w = rd_u32(b, off + 2);
+    CELL_HEADER + klen + if w & OVERFLOW_BIT != 0 { 4 } else { w as usize }
+}
+
+fn is_leaf(b: &[u8]) -> bool {
+    hdr::level(b) == 0
+}
+
+/// Bytes cell `i` occupies (not counting its slot).
+pub fn cell_len(b: &[u8], i: usize) -> usize {
+    cell_len_at(b, cell_off(b, i), is_leaf(b))
+}
+
+/// Binary search among the slots. Internal pages: slot 0 compares below every key.
+pub fn search(b: &[u8], k: &[u8]) -> Result<usize, usize> {
+    let n = nslots(b);
+    let lo_start = if is_leaf(b) { 0 } else { 1 };
+    let (mut lo, mut hi) = (lo_start, n);
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        match key(b, mid).cmp(k) {
+            std::cmp::Ordering::Less => lo = mid + 1,
+            std::cmp::Ordering::Greater => hi = mid,
+            std::cmp::Ordering::Equal => return Ok(mid),
+        }
+    }
+    Err(lo)
+}
+
+/// Internal page: index of the child whose subtree holds `k` (last slot with key <= k).
+pub fn child_index(b: &[u8], k: &[u8]) -> usize {
+    match search(b, k) {
+        Ok(i) => i,
+        Err(i) => i.saturating_sub(1),
+    }
+}
+
+/// Bytes free for new cells and slots, counting dead bytes that compaction would reclaim.
+pub fn free_space(b: &[u8]) -> usize {
+    let slot_end = slot_pos(nslots(b));
+    hdr::heap_top(b) - slot_end + hdr::frag_bytes(b)
+}
+
+/// Bytes used by live cells and their slots.
+pub fn used_space(b: &[u8]) -> usize {
+    b.len() - PAGE_HEADER_SIZE - PAGE_TRAILER_SIZE - free_space(b)
+}
+
+/// Rewrites the cell area without holes.
+pub fn compact(b: &mut [u8]) {
+    let n = nslots(b);
+    let leaf = is_leaf(b);
+    let cells: Vec<(usize, Vec<u8>)> = (0..n)
+        .map(|i| {
+            let off = cell_off(b, i);
+            (i, b[off..off + cell_len_at(b, off, leaf)].to_vec())
+        })
+        .collect();
+    let mut top = b.len() - PAGE_TRAILER_SIZE;
+    for (i, c) in cells {
+        top -= c.len();
+        b[top..top + c.len()].copy_from_slice(&c);
+        wr_u16(b, slot_pos(i), top as u16);
+    }
+    hdr::set_heap_top(b, top);
+    hdr::set_frag_bytes(b, 0);
+}
+
+/// Inserts a cell at slot `i`; returns false (page unchanged) when it does not fit.
+/// `word` is the child page (internal) or the value word (leaf); `payload` follows the key.
+pub fn insert(b: &mut [u8], i: usize, k: &[u8], word: u32, payload: &[u8]) -> bool {
+    let len = CELL_HEADER + k.len() + payload.len();
+    if free_space(b) < len + SLOT_SIZE {
+        return false;
+    }
+    let n = nslots(b);
+    if hdr::heap_top(b) < slot_pos(n + 1) + len {
+        compact(b);
+    }
+    let top = hdr::heap_top(b) - len;
+    wr_u16(b, top, k.len() as u16);
+    wr_u32(b, top + 2, word);
+    b[top + CELL_HEADER..top + CELL_HEADER + k.len()].copy_from_slice(k);
+    b[top + CELL_HEADER + k.len()..top + len].copy_from_slice(payload);
+    b.copy_within(slot_pos(i)..slot_pos(n), slot_pos(i + 1));
+    wr_u16(b, slot_pos(i), top as u16);
+    hdr::set_heap_top(b, top);
+    hdr::set_nslots(b, n + 1);
+    true
+}
+
+/// Inserts a leaf record with an inline value.
+pub fn insert_leaf_inline(b: &mut [u8], i: usize, k: &[u8], v: &[u8]) -> bool {
+    insert(b, i, k, v.len() as u32, v)
+}
+
+/// Inserts a leaf record whose value lives in an overflow chain.
+pub fn insert_leaf_overflow(b: &mut [u8], i: usize, k: &[u8], len: usize, first: PageId) -> bool {
+    insert(b, i, k, len as u32 | OVERFLOW_BIT, &first.0.to_le_bytes())
+}
+
+/// Copies cell `i` of `src` into `dst` at slot `j` (same page kind).
+pub fn copy_cell(src: &[u8], i: usize, dst: &mut [u8], j: usize) -> bool {
+    let off = cell_off(src, i);
+    let klen = rd_u16(src, off) as usize;
+    let len = cell_len_at(src, off, is_leaf(src));
+    let w = rd_u32(src, off + 2);
+    let k = &src[off + CELL_HEADER..off + CELL_HEADER + klen];
+    let payload = &src[off + CELL_HEADER + klen..off + len];
+    insert(dst, j, k, w, payload)
+}
+
+/// Removes slot `i`; its cell bytes become fragmentation.
+pub fn remove(b: &mut [u8], i: usize) {
+    let n = nslots(b);
+    let len = cell_len(b, i);
+    let off = cell_off(b, i);
+    b.copy_within(slot_pos(i + 1)..slot_pos(n), slot_pos(i));
+    hdr::set_nslots(b, n - 1);
+    if off == hdr::heap_top(b) {
+        hdr::set_heap_top(b, off + len);
+    } else {
+        hdr::set_frag_bytes(b, hdr::frag_bytes(b) + len);
+    }
+}
+
+/// Removes slots `from..` (used by splits after copying them away).
+pub fn truncate(b: &mut [u8], from: usize) {
+    while nslots(b) > from {
+        remove(b, nslots(b) - 1);
+    }
+}
+
+/// Slot index at which to split a full page so both halves hold about the same bytes.
+pub fn split_point(b: &[u8]) -> usize {
+    let n = nslots(b);
+    let total: usize = (0..n).map(|i| cell_len(b, i) + SLOT_SIZE).sum();
+    let mut acc = 0;
+    for i in 0..n {
+        acc += cell_len(b, i) + SLOT_SIZE;
+        if acc * 2 >= total {
+            return (i + 1).clamp(1, n - 1);
+        }
+    }
+    n / 2
+}
+
+/// Structural check of the slot array and cells; run on every page read from disk, so a
+/// corrupted page whose checksum happens to match is still never walked out of bounds.
+pub fn validate_layout(b: &[u8]) -> Result<(), String> {
+    let ps = b.len();
+    let n = nslots(b);
+    let top = hdr::heap_top(b);
+    let end = ps - PAGE_TRAILER_SIZE;
+    if slot_pos(n) > top || top > end {
+        return Err(format!("{n} slots and heap top {top} overlap"));
+    }
+    let leaf = is_leaf(b);
+    let mut live = 0usize;
+    for i in 0..n {
+        let off = cell_off(b, i);
+        if off < top || off + CELL_HEADER > end {
+            return Err(format!("slot {i} points to {off}, outside the cell area"));
+        }
+        let klen = rd_u16(b, off) as usize;
+        let w = rd_u32(b, off + 2);
+        let len = if !leaf {
+            CELL_HEADER + klen
+        } else if w & OVERFLOW_BIT != 0 {
+            CELL_HEADER + klen + 4
+        } else {
+            CELL_HEADER + klen + w as usize
+        };
+        if off + len > end {
+            return Err(format!("cell {i} of {len} bytes runs past the page end"));
+        }
+        if klen > max_key_len(ps) {
+            return Err(format!("cell {i} key of {klen} bytes exceeds the limit"));
+        }
+        live += len;
+        if i > 0 && (leaf || i > 1) && key(b, i - 1) >= key(b, i) {
+            return Err(format!("keys at slots {} and {i} out of order", i - 1));
+        }
+    }
+    if live + hdr::frag_bytes(b) != end - top {
+        return Err(format!(
+            "cell bytes {} + fragmentation {} != cell area {}",
+            live,
+            hdr::frag_bytes(b),
+            end - top
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::super::{init, PageType};
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+
+    fn leaf(ps: usize) -> Vec<u8> {
+        let mut b = vec![0u8; ps];
+        init(&mut b, PageId(1), PageType::Leaf, 1);
+        b
+    }
+
+    #[test]
+    fn four_max_cells_fit() {
+        for ps in crate::page::PAGE_SIZES {
+            let mut b = leaf(ps);
+            let klen = max_key_len(ps);
+            let vlen = max_cell_len(ps) - CELL_HEADER - klen;
+            for i in 0..4u8 {
+                let mut k = vec![0u8; klen];
+                k[0] = i;
+                assert!(insert_leaf_inline(&mut b, i as usize, &k, &vec![i; vlen]));
+            }
+            validate_layout(&b).unwrap();
+        }
+    }
+
+    #[test]
+    fn internal_slot0_is_minus_infinity() {
+        let mut b = vec![0u8; 4096];
+        init(&mut b, PageId(1), PageType::Internal, 1);
+        hdr::set_level(&mut b, 1);
+        assert!(insert(&mut b, 0, b"zzz", 10, &[]));
+        assert!(insert(&mut b, 1, b"m", 11, &[]));
+        // slot 0's key is ignored, so "m" at slot 1 sorts after it
+        assert_eq!(child(&b, child_index(&b, b"a")), PageId(10));
+        assert_eq!(child(&b, child_index(&b, b"m")), PageId(11));
+        assert_eq!(child(&b, child_index(&b, b"q")), PageId(11));
+        validate_layout(&b).unwrap();
+    }
+
+    proptest! {
+        #[test]
+        fn matches_model(ops in prop::collection::vec((0u8..40, prop::option::of(0usize..200)), 1..300)) {
+            let mut b = leaf(4096);
+            let mut model = BTreeMap::new();
+            for (k, v) in ops {
+                let key = vec![k; (k as usize % 7) + 1];
+                match (search(&b, &key), v) {
+                    (Ok(i), Some(vlen)) => {
+                        remove(&mut b, i);
+                        if insert_leaf_inline(&mut b, i, &key, &vec![k; vlen]) {
+                            model.insert(key, vlen);
+                        } else {
+                            model.remove(&key);
+                        }
+                    }
+                    (Err(i), Some(vlen)) => {
+                        if insert_leaf_inline(&mut b, i, &key, &vec![k; vlen]) {
+                            model.insert(key, vlen);
+                        }
+                    }
+                    (Ok(i), None) => { remove(&mut b, i); model.remove(&key); }
+                    (Err(_), None) => {}
+                }
+                validate_layout(&b).unwrap();
+            }
+            prop_assert_eq!(nslots(&b), model.len());
+            for (i, (k, vlen)) in model.iter().enumerate() {
+                prop_assert_eq!(key(&b, i), &k[..]);
+                prop_assert_eq!(leaf_value(&b, i), LeafValue::Inline(&vec![k[0]; *vlen][..]));
+            }
+            compact(&mut b);
+            validate_layout(&b).unwrap();
+            prop_assert_eq!(hdr::frag_bytes(&b), 0);
+        }
+    }
+}

@@ -1,0 +1,540 @@
+//! The key lock table: shared (S) and exclusive (X) locks on (table, key), held by
+//! transactions until [`LockTable::release_all`].
+//!
+//! What must stay true:
+//! - S is compatible with S only. A holder asking again for a mode it covers is granted at once;
+//!   S -> X is granted at once when the asker is the only holder, otherwise it waits ahead of
+//!   the other waiters (it already holds S, so nobody behind it could be granted first anyway).
+//! - Waiting is FIFO: a new request waits whenever anybody is already waiting on that key, so an
+//!   X request is never starved by a stream of S requests.
+//! - The wait-for graph (waiter -> the holders and earlier waiters it is incompatible with) is
+//!   updated under the shard mutex of the key whose queue changed, so at every moment it is the
+//!   true graph. Only a new wait (or an upgrade) adds edges, so the request that would close a
+//!   cycle is refused with `Error::Deadlock` before it sleeps; nobody else is ever chosen.
+//! - Every lock a transaction holds or waits for is charged `key.len() + LOCK_OVERHEAD_BYTES`
+//!   against `memory_max_bytes` before anything is inserted; a request over the limit fails
+//!   with `Error::LockMemoryExhausted` and changes nothing; every charge is refunded exactly once
+//!   (on release, timeout or deadlock), so after `release_all` the total is back where it was.
+//! - Lock order: a shard mutex, then the wait-graph mutex. The per-transaction index is never
+//!   locked while a shard mutex is held, and no thread holds two shard mutexes.
+//!
+//! A transaction is used by one thread at a time: it waits for at most one lock, and
+//! `release_all` is not called while one of its requests is waiting.
+
+use crate::error::{Error, Result};
+use crate::types::{TableId, TxnId};
+use parking_lot::{Condvar, Mutex, MutexGuard};
+use std::collections::hash_map::RandomState;
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::hash::BuildHasher;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Bytes charged per lock held or waited for, on top of the key bytes: an estimate of the
+/// request entry (16), the key's hash-map slot and queue (~90), the shared key allocation's
+/// header (16) and the transaction's index entry (24), rounded up for allocator slack.
+pub const LOCK_OVERHEAD_BYTES: usize = 160;
+
+/// Per transaction, the keys it holds (for `release_all`).
+type HeldIndex = HashMap<TxnId, Vec<(TableId, Arc<[u8]>)>>;
+
+/// Mutex shards over hash(table, key); also the shard count of the per-transaction index.
+const SHARDS: usize = 64;
+
+/// The memory one (transaction, key) lock entry is charged.
+pub fn lock_cost_bytes(key_len: usize) -> usize {
+    key_len.saturating_add(LOCK_OVERHEAD_BYTES)
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LockMode {
+    Shared,
+    Exclusive,
+}
+
+impl LockMode {
+    /// Whether two different transactions may hold these modes on one key at once.
+    pub fn compatible(self, other: LockMode) -> bool {
+        self == LockMode::Shared && other == LockMode::Shared
+    }
+
+    /// Whether holding `self` already gives what `wanted` asks for.
+    pub fn covers(self, wanted: LockMode) -> bool {
+        self == LockMode::Exclusive || wanted == LockMode::Shared
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LockLimits {
+    /// Upper bound on the bytes charged for all locks held and waited for.
+    pub memory_max_bytes: usize,
+}
+
+/// Counters since the table was created, and the memory in use now.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LockStats {
+    /// Requests that had to wait (not counting those refused as deadlocks).
+    pub lock_waits: u64,
+    /// Time spent waiting, including waits that timed out.
+    pub lock_wait_us: u64,
+    /// Requests refused because they would have closed a wait-for cycle.
+    pub deadlocks: u64,
+    /// Waits that ended in `Error::LockWaitTimeout`.
+    pub lock_timeouts: u64,
+    pub memory_used_bytes: usize,
+    pub memory_max_bytes: usize,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Request {
+    txn: TxnId,
+    mode: LockMode,
+}
+
+/// Holders and waiters of one key. At most one granted entry and one waiting entry per txn.
+struct LockQueue {
+    /// Shared with the holders' entries in the per-transaction index.
+    key: Arc<[u8]>,
+    granted: Vec<Request>,
+    /// Upgrades first (in arrival order), then new requests in arrival order.
+    waiting: VecDeque<Request>,
+}
+
+impl LockQueue {
+    fn held_mode(&self, txn: TxnId) -> Option<LockMode> {
+        self.granted.iter().find(|r| r.txn == txn).map(|r| r.mode)
+    }
+
+    fn holds(&self, txn: TxnId, mode: LockMode) -> bool {
+        self.held_mode(txn).is_some_and(|h| h.covers(mode))
+    }
+
+    /// Compatible with every holder other than the requester itself (which may hold S).
+    fn compatible_with_holders(&self, req: Request) -> bool {
+        self.granted
+            .iter()
+            .all(|g| g.txn == req.txn || g.mode.compatible(req.mode))
+    }
+
+    fn grant(&mut self, req: Request) {
+        match self.granted.iter_mut().find(|g| g.txn == req.txn) {
+            Some(held) => held.mode = req.mode,
+            None => self.granted.push(req),
+        }
+    }
+
+    /// Grants waiters from the front while they fit (strict FIFO); returns who was granted.
+    fn grant_waiters(&mut self) -> Vec<TxnId> {
+        let mut granted = Vec::new();
+        while let Some(&front) = self.waiting.front() {
+            if !self.compatible_with_holders(front) {
+                break;
+            }
+            self.waiting.pop_front();
+            self.grant(front);
+            granted.push(front.txn);
+        }
+        granted
+    }
+
+    fn enqueue(&mut self, req: Request, upgrade: bool) {
+        if upgrade {
+            let holders = &self.granted;
+            let upgrades = self
+                .waiting
+                .iter()
+                .take_while(|w| holders.iter().any(|g| g.txn == w.txn))
+                .count();
+            self.waiting.insert(upgrades, req);
+        } else {
+            self.waiting.push_back(req);
+        }
+    }
+
+    fn remove_waiter(&mut self, txn: TxnId) {
+        self.waiting.retain(|w| w.txn != txn);
+    }
+
+    /// Rewrites the wait-for edges of every waiter of this key.
+    fn refresh_edges(&self, graph: &mut WaitGraph) {
+        for (i, w) in self.waiting.iter().enumerate() {
+            let ahead = self.waiting.iter().take(i);
+            let blockers = self
+                .granted
+                .iter()
+                .chain(ahead)
+                .filter(|o| o.txn != w.txn && !o.mode.compatible(w.mode))
+                .map(|o| o.txn);
+            let mut edges: Vec<TxnId> = Vec::new();
+            for b in blockers {
+                if !edges.contains(&b) {
+                    edges.push(b);
+                }
+            }
+            graph.insert(w.txn, edges);
+        }
+    }
+}
+
+/// Waiting txn -> the txns it waits for. Only txns that are waiting have an entry.
+type WaitGraph = HashMap<TxnId, Vec<TxnId>>;
+
+/// A path from `start` back to `start`, if one exists: `[start, a, b]` means start waits for a,
+/// a for b and b for start. Visits each waiting txn at most once.
+fn find_cycle(graph: &WaitGraph, start: TxnId) -> Option<Vec<TxnId>> {
+    let mut path = vec![start];
+    let mut next_edge = vec![0usize];
+    let mut visited = HashSet::from([start]);
+    while let (Some(&node), Some(edge)) = (path.last(), next_edge.last_mut()) {
+        let next = graph.get(&node).and_then(|b| b.get(*edge)).copied();
+        *edge += 1;
+        match next {
+            None => {
+                path.pop();
+                next_edge.pop();
+            }
+            Some(n) if n == start => return Some(path),
+            Some(n) => {
+                if visited.insert(n) {
+                    path.push(n);
+                    next_edge.push(0);
+                }
+            }
+        }
+    }
+    None
+}
+
+/// The queues of one shard, by table then key.
+#[derive(Default)]
+struct Queues(HashMap<TableId, HashMap<Arc<[u8]>, LockQueue>>);
+
+impl Queues {
+    fn get_or_insert(&mut self, table: TableId, key: &[u8]) -> &mut LockQueue {
+        let keys = self.0.entry(table).or_default();
+        if !keys.contains_key(key) {
+            let key: Arc<[u8]> = Arc::from(key);
+            let queue = LockQueue {
+                key: key.clone(),
+                granted: Vec::new(),
+                waiting: VecDeque::new(),
+            };
+            keys.insert(key, queue);
+        }
+        keys.get_mut(key).expect("queue inserted above")
+    }
+
+    /// The queue of a key someone holds or waits for; its absence is a bookkeeping bug.
+    fn get(&mut self, table: TableId, key: &[u8]) -> &mut LockQueue {
+        self.0
+            .get_mut(&table)
+            .and_then(|keys| keys.get_mut(key))
+            .expect("a held or waited-for key has a queue")
+    }
+
+    fn remove_if_unused(&mut self, table: TableId, key: &[u8]) {
+        if let Some(keys) = self.0.get_mut(&table) {
+            if keys
+                .get(key)
+                .is_some_and(|q| q.granted.is_empty() && q.waiting.is_empty())
+            {
+                keys.remove(key);
+            }
+            if keys.is_empty() {
+                self.0.remove(&table);
+            }
+        }
+    }
+}
+
+#[derive(Default)]
+struct Shard {
+    queues: Mutex<Queues>,
+    /// Signalled whenever a waiter of this shard is granted.
+    granted: Condvar,
+}
+
+#[derive(Default)]
+struct Counters {
+    lock_waits: AtomicU64,
+    lock_wait_us: AtomicU64,
+    deadlocks: AtomicU64,
+    lock_timeouts: AtomicU64,
+}
+
+/// One lock request being served: who wants what, and what it costs.
+#[derive(Clone, Copy)]
+struct Ask<'k> {
+    txn: TxnId,
+    table: TableId,
+    key: &'k [u8],
+    mode: LockMode,
+    /// Not yet a holder of the key: the entry is charged and, once granted, indexed.
+    is_new: bool,
+}
+
+pub struct LockTable {
+    shards: Box<[Shard]>,
+    /// Sharded by txn id.
+    held: Box<[Mutex<HeldIndex>]>,
+    waits_for: Mutex<WaitGraph>,
+    hasher: RandomState,
+    limits: LockLimits,
+    used_bytes: AtomicUsize,
+    counters: Counters,
+}
+
+impl LockTable {
+    pub fn new(limits: LockLimits) -> LockTable {
+        LockTable {
+            shards: (0..SHARDS).map(|_| Shard::default()).collect(),
+            held: (0..SHARDS).map(|_| Mutex::default()).collect(),
+            waits_for: Mutex::default(),
+            hasher: RandomState::new(),
+            limits,
+            used_bytes: AtomicUsize::new(0),
+            counters: Counters::default(),
+        }
+    }
+
+    /// Acquires `mode` on (table, key) for `txn`, waiting at most `timeout`.
+    ///
+    /// Errors: `Deadlock` at once if waiting would close a wait-for cycle; `LockWaitTimeout`
+    /// when the wait outlasts `timeout`; `LockMemoryExhausted` when the new entry would exceed
+    /// the memory limit. After any error the transaction holds exactly what it held before;
+    /// the caller is expected to roll it back (`release_all`).
+    pub fn lock(
+        &self,
+        txn: TxnId,
+        table: TableId,
+        key: &[u8],
+        mode: LockMode,
+        timeout: Duration,
+    ) -> Result<()> {
+        let shard = self.shard(table, key);
+        let mut queues = shard.queues.lock();
+        let queue = queues.get_or_insert(table, key);
+        let held = queue.held_mode(txn);
+        if held.is_some_and(|h| h.covers(mode)) {
+            return Ok(());
+        }
+        let ask = Ask {
+            txn,
+            table,
+            key,
+            mode,
+            is_new: held.is_none(),
+        };
+        if ask.is_new {
+            if let Err(e) = self.charge(lock_cost_bytes(key.len())) {
+                queues.remove_if_unused(table, key);
+                return Err(e);
+            }
+        }
+        let queue = queues.get(table, key);
+        let req = Request { txn, mode };
+        let grant_now = if ask.is_new {
+            queue.waiting.is_empty() && queue.compatible_with_holders(req)
+        } else {
+            queue.compatible_with_holders(req)
+        };
+        if grant_now {
+            queue.grant(req);
+            if !queue.waiting.is_empty() {
+                // An upgrade changes what the waiters behind it wait for.
+                queue.refresh_edges(&mut self.waits_for.lock());
+            }
+            let key = queue.key.clone();
+            drop(queues);
+            self.remember(ask, key);
+            return Ok(());
+        }
+        queue.enqueue(req, !ask.is_new);
+        self.refuse_if_deadlock(shard, &mut queues, ask)?;
+        self.wait_for_grant(shard, queues, ask, timeout)
+    }
+
+    /// Releases every lock `txn` holds and grants whoever can go next.
+    pub fn release_all(&self, txn: TxnId) {
+        let locks = self.held_index(txn).lock().remove(&txn).unwrap_or_default();
+        for (table, key) in locks {
+            let shard = self.shard(table, &key);
+            let mut queues = shard.queues.lock();
+            let queue = queues.get(table, &key);
+            queue.granted.retain(|g| g.txn != txn);
+            self.settle(shard, queue, None);
+            queues.remove_if_unused(table, &key);
+            drop(queues);
+            self.refund(lock_cost_bytes(key.len()));
+        }
+    }
+
+    pub fn stats(&self) -> LockStats {
+        LockStats {
+            lock_waits: self.counters.lock_waits.load(Relaxed),
+            lock_wait_us: self.counters.lock_wait_us.load(Relaxed),
+            deadlocks: self.counters.deadlocks.load(Relaxed),
+            lock_timeouts: self.counters.lock_timeouts.load(Relaxed),
+            memory_used_bytes: self.used_bytes.load(Relaxed),
+            memory_max_bytes: self.limits.memory_max_bytes,
+        }
+    }
+
+    fn shard(&self, table: TableId, key: &[u8]) -> &Shard {
+        let index = self.hasher.hash_one((table, key)) as usize % SHARDS;
+        &self.shards[index]
+    }
+
+    fn held_index(&self, txn: TxnId) -> &Mutex<HeldIndex> {
+        &self.held[(txn.0 % SHARDS as u64) as usize]
+    }
+
+    fn remember(&self, ask: Ask<'_>, key: Arc<[u8]>) {
+        if ask.is_new {
+            let mut index = self.held_index(ask.txn).lock();
+            index.entry(ask.txn).or_default().push((ask.table, key));
+        }
+    }
+
+    fn charge(&self, bytes: usize) -> Result<()> {
+        let limit = self.limits.memory_max_bytes;
+        self.used_bytes
+            .fetch_update(Relaxed, Relaxed, |used| {
+                used.checked_add(bytes).filter(|&total| total <= limit)
+            })
+            .map(|_| ())
+            .map_err(|used| Error::LockMemoryExhausted {
+                used,
+                requested: bytes,
+                limit,
+            })
+    }
+
+    fn refund(&self, bytes: usize) {
+        let before = self.used_bytes.fetch_sub(bytes, Relaxed);
+        debug_assert!(
+            before >= bytes,
+            "lock memory refund of {bytes} > {before} charged"
+        );
+    }
+
+    /// After holders or waiters of `queue` changed: forget `gone`'s edges, grant whoever fits,
+    /// rewrite the remaining waiters' edges and wake the shard's waiters if anyone was granted.
+    fn settle(&self, shard: &Shard, queue: &mut LockQueue, gone: Option<TxnId>) {
+        if queue.waiting.is_empty() && gone.is_none() {
+            return;
+        }
+        let mut graph = self.waits_for.lock();
+        if let Some(txn) = gone {
+            graph.remove(&txn);
+        }
+        let granted = queue.grant_waiters();
+        for txn in &granted {
+            graph.remove(txn);
+        }
+        queue.refresh_edges(&mut graph);
+        drop(graph);
+        if !granted.is_empty() {
+            shard.granted.notify_all();
+        }
+    }
+
+    /// Called with `ask` just enqueued: refuses it if the graph now has a cycle through it.
+    fn refuse_if_deadlock(
+        &self,
+        shard: &Shard,
+        queues: &mut MutexGuard<'_, Queues>,
+        ask: Ask<'_>,
+    ) -> Result<()> {
+        let queue = queues.get(ask.table, ask.key);
+        let cycle = {
+            let mut graph = self.waits_for.lock();
+            debug_assert!(
+                !graph.contains_key(&ask.txn),
+                "txn {} waits for two locks at once",
+                ask.txn
+            );
+            queue.refresh_edges(&mut graph);
+            find_cycle(&graph, ask.txn)
+        };
+        let Some(cycle) = cycle else {
+            return Ok(());
+        };
+        queue.remove_waiter(ask.txn);
+        self.settle(shard, queue, Some(ask.txn));
+        queues.remove_if_unused(ask.table, ask.key);
+        if ask.is_new {
+            self.refund(lock_cost_bytes(ask.key.len()));
+        }
+        self.counters.deadlocks.fetch_add(1, Relaxed);
+        Err(Error::Deadlock {
+            victim: ask.txn,
+            cycle,
+        })
+    }
+
+    /// Sleeps until `ask` is granted (by whoever releases or gives up ahead of it) or the
+    /// timeout passes; on timeout takes the request back out of the queue.
+    fn wait_for_grant(
+        &self,
+        shard: &Shard,
+        mut queues: MutexGuard<'_, Queues>,
+        ask: Ask<'_>,
+        timeout: Duration,
+    ) -> Result<()> {
+        self.counters.lock_waits.fetch_add(1, Relaxed);
+        let start = Instant::now();
+        let deadline = start.checked_add(timeout);
+        let mut granted = queues.get(ask.table, ask.key).holds(ask.txn, ask.mode);
+        while !granted {
+            let timed_out = match deadline {
+                Some(deadline) => shard.granted.wait_until(&mut queues, deadline).timed_out(),
+                None => {
+                    shard.granted.wait(&mut queues);
+                    false
+                }
+            };
+            let queue = queues.get(ask.table, ask.key);
+            granted = queue.holds(ask.txn, ask.mode);
+            if timed_out && !granted {
+                queue.remove_waiter(ask.txn);
+                self.settle(shard, queue, Some(ask.txn));
+                queues.remove_if_unused(ask.table, ask.key);
+                break;
+            }
+        }
+        let key = granted.then(|| queues.get(ask.table, ask.key).key.clone());
+        drop(queues);
+        let waited = start.elapsed();
+        let waited_us = u64::try_from(waited.as_micros()).unwrap_or(u64::MAX);
+        self.counters.lock_wait_us.fetch_add(waited_us, Relaxed);
+        if let Some(key) = key {
+            self.remember(ask, key);
+            return Ok(());
+        }
+        if ask.is_new {
+            self.refund(lock_cost_bytes(ask.key.len()));
+        }
+        self.counters.lock_timeouts.fetch_add(1, Relaxed);
+        Err(Error::LockWaitTimeout {
+            txn: ask.txn,
+            table: ask.table,
+            waited,
+            limit: timeout,
+        })
+    }
+
+    /// True when no lock is held or waited for and no memory is charged.
+    #[cfg(test)]
+    fn is_idle(&self) -> bool {
+        self.shards.iter().all(|s| s.queues.lock().0.is_empty())
+            && self.held.iter().all(|h| h.lock().is_empty())
+            && self.waits_for.lock().is_empty()
+            && self.used_bytes.load(Relaxed) == 0
+    }
+}
+
+#[cfg(test)]
+#[path = "locks_tests.rs"]
+mod tests;
