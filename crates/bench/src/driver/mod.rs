@@ -15,6 +15,8 @@ use serde::Serialize;
 
 pub use crate::error::{DriverError, DriverResult, ErrorClass};
 
+#[cfg(feature = "evenkeel")]
+pub mod evenkeel;
 pub mod model;
 
 /// Index of an opened table inside one driver.
