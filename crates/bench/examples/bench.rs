@@ -7,7 +7,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use evenkeel_bench::{run_bench, run_sweep, tpcc_check_dir, BenchCommand, EngineSpec, SweepCommand};
+use evenkeel_bench::{
+    run_bench, run_sweep, tpcc_check_dir, BenchCommand, EngineSpec, SweepCommand,
+};
 
 #[derive(Parser)]
 #[command(name = "bench", about = "evenkeel workbench")]
@@ -38,10 +40,18 @@ fn main() -> ExitCode {
         Cmd::Bench(b) => run_bench(b).map(|_| ()),
         Cmd::Sweep(s) => run_sweep(s).map(|_| ()),
         Cmd::Check { dir, engine } => {
-            let spec = EngineSpec { engine: engine.clone(), ..EngineSpec::default() };
-            tpcc_check_dir(dir, &spec).and_then(|r| r.into_result()).map(|r| {
-                println!("TPC-C consistency: conditions {:?} hold on {} warehouses", r.conditions_checked, r.warehouses);
-            })
+            let spec = EngineSpec {
+                engine: engine.clone(),
+                ..EngineSpec::default()
+            };
+            tpcc_check_dir(dir, &spec)
+                .and_then(|r| r.into_result())
+                .map(|r| {
+                    println!(
+                        "TPC-C consistency: conditions {:?} hold on {} warehouses",
+                        r.conditions_checked, r.warehouses
+                    );
+                })
         }
     };
     match r {

@@ -46,7 +46,11 @@ pub struct CommonArgs {
 impl CommonArgs {
     pub fn options(&self) -> CommonOptions {
         CommonOptions {
-            engine: EngineSpec { engine: self.engine.clone(), config: self.config.clone(), set: self.set.clone() },
+            engine: EngineSpec {
+                engine: self.engine.clone(),
+                config: self.config.clone(),
+                set: self.set.clone(),
+            },
             dir: self.dir.clone(),
             out: self.out.clone(),
             json: self.json,

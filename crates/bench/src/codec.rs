@@ -45,7 +45,8 @@ impl Key {
         self
     }
     pub fn i64(mut self, v: i64) -> Self {
-        self.0.extend_from_slice(&((v as u64) ^ (1 << 63)).to_be_bytes());
+        self.0
+            .extend_from_slice(&((v as u64) ^ (1 << 63)).to_be_bytes());
         self
     }
     pub fn str(mut self, v: &str) -> Self {
@@ -68,7 +69,10 @@ impl<'a> KeyReader<'a> {
     }
     fn take(&mut self, n: usize) -> Result<&'a [u8], CodecError> {
         if self.0.len() < n {
-            return Err(CodecError(format!("key short: wanted {n} bytes, have {}", self.0.len())));
+            return Err(CodecError(format!(
+                "key short: wanted {n} bytes, have {}",
+                self.0.len()
+            )));
         }
         let (a, b) = self.0.split_at(n);
         self.0 = b;
@@ -106,7 +110,10 @@ pub trait Field: Sized {
 
 fn take<'a>(inp: &mut &'a [u8], n: usize) -> Result<&'a [u8], CodecError> {
     if inp.len() < n {
-        return Err(CodecError(format!("row short: wanted {n} bytes, have {}", inp.len())));
+        return Err(CodecError(format!(
+            "row short: wanted {n} bytes, have {}",
+            inp.len()
+        )));
     }
     let (a, b) = inp.split_at(n);
     *inp = b;
@@ -197,12 +204,19 @@ mod tests {
         assert!(a < b && b < c);
         assert!(Key::new().i64(-5).build() < Key::new().i64(3).build());
         let mut r = KeyReader::new(&b);
-        assert_eq!((r.u32().unwrap(), r.str().unwrap(), r.u32().unwrap()), (1, "ABC".into(), 0));
+        assert_eq!(
+            (r.u32().unwrap(), r.str().unwrap(), r.u32().unwrap()),
+            (1, "ABC".into(), 0)
+        );
     }
 
     #[test]
     fn rows_round_trip_and_reject_garbage() {
-        let t = T { a: 7, b: "héllo".into(), c: -42 };
+        let t = T {
+            a: 7,
+            b: "héllo".into(),
+            c: -42,
+        };
         assert_eq!(T::decode(&t.encode()).unwrap(), t);
         assert!(T::decode(&[1, 2, 3]).is_err());
         let mut long = t.encode();

@@ -23,10 +23,16 @@ pub struct DriverError {
 
 impl DriverError {
     pub fn retryable(message: impl Into<String>) -> Self {
-        DriverError { class: ErrorClass::Retryable, message: message.into() }
+        DriverError {
+            class: ErrorClass::Retryable,
+            message: message.into(),
+        }
     }
     pub fn fatal(message: impl Into<String>) -> Self {
-        DriverError { class: ErrorClass::Fatal, message: message.into() }
+        DriverError {
+            class: ErrorClass::Fatal,
+            message: message.into(),
+        }
     }
     pub fn is_retryable(&self) -> bool {
         self.class == ErrorClass::Retryable
@@ -56,7 +62,10 @@ pub enum BenchError {
     /// The engine failed.
     Driver(DriverError),
     /// Reading or writing results, /proc, or the database directory failed.
-    Io { what: String, source: std::io::Error },
+    Io {
+        what: String,
+        source: std::io::Error,
+    },
     /// Stored data could not be decoded (a workload row, a metadata file).
     Data(String),
     /// A TPC-C consistency condition failed (the message names condition and location).
@@ -65,7 +74,10 @@ pub enum BenchError {
 
 impl BenchError {
     pub fn io(what: impl Into<String>, source: std::io::Error) -> Self {
-        BenchError::Io { what: what.into(), source }
+        BenchError::Io {
+            what: what.into(),
+            source,
+        }
     }
 }
 

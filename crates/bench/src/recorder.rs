@@ -31,7 +31,13 @@ pub struct KindStats {
 
 impl Default for KindStats {
     fn default() -> Self {
-        KindStats { ok: 0, rolled_back: 0, retries: 0, failed: 0, latency_us: new_histogram() }
+        KindStats {
+            ok: 0,
+            rolled_back: 0,
+            retries: 0,
+            failed: 0,
+            latency_us: new_histogram(),
+        }
     }
 }
 
@@ -112,7 +118,9 @@ pub struct Recorder {
 
 impl Recorder {
     pub fn new(kinds: usize) -> Self {
-        Recorder { kinds: vec![KindStats::default(); kinds] }
+        Recorder {
+            kinds: vec![KindStats::default(); kinds],
+        }
     }
 
     pub fn record_ok(&mut self, kind: usize, latency_us: u64, rolled_back: bool) {

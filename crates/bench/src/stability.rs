@@ -81,7 +81,10 @@ pub fn ips99(per_client_rates: &[Vec<f64>]) -> f64 {
 
 /// Sums of consecutive windows of `w` values (the last window may be short and is dropped).
 pub fn windows(series: &[f64], w: usize) -> Vec<f64> {
-    series.chunks_exact(w.max(1)).map(|c| c.iter().sum()).collect()
+    series
+        .chunks_exact(w.max(1))
+        .map(|c| c.iter().sum())
+        .collect()
 }
 
 #[cfg(test)]
@@ -92,7 +95,14 @@ mod tests {
     fn level_series() {
         let s = stability(&[100.0; 60]);
         assert_eq!((s.mean, s.p1, s.min, s.cv), (100.0, 100.0, 100.0, 0.0));
-        assert_eq!((s.seconds_below_half_mean, s.zero_seconds, s.longest_zero_run), (0, 0, 0));
+        assert_eq!(
+            (
+                s.seconds_below_half_mean,
+                s.zero_seconds,
+                s.longest_zero_run
+            ),
+            (0, 0, 0)
+        );
     }
 
     #[test]

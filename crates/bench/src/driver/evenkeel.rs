@@ -18,7 +18,9 @@ use crate::error::{BenchError, BenchResult};
 
 fn map_err(e: Error) -> DriverError {
     match e {
-        Error::Deadlock { .. } | Error::LockWaitTimeout { .. } => DriverError::retryable(e.to_string()),
+        Error::Deadlock { .. } | Error::LockWaitTimeout { .. } => {
+            DriverError::retryable(e.to_string())
+        }
         e => DriverError::fatal(e.to_string()),
     }
 }
@@ -33,15 +35,24 @@ pub struct EvenkeelDriver {
 
 impl EvenkeelDriver {
     /// Open or create the database in `dir` with options from `config` then `set`.
-    pub fn open(dir: &Path, config: Option<&Path>, set: &[(String, String)]) -> BenchResult<EvenkeelDriver> {
+    pub fn open(
+        dir: &Path,
+        config: Option<&Path>,
+        set: &[(String, String)],
+    ) -> BenchResult<EvenkeelDriver> {
         let mut opts = match config {
-            Some(p) => Options::from_toml_file(p).map_err(|e| BenchError::Usage(format!("--config: {e}")))?,
+            Some(p) => Options::from_toml_file(p)
+                .map_err(|e| BenchError::Usage(format!("--config: {e}")))?,
             None => Options::default(),
         };
         let pairs: Vec<String> = set.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        opts.apply_pairs(&pairs).map_err(|e| BenchError::Usage(format!("--set: {e}")))?;
+        opts.apply_pairs(&pairs)
+            .map_err(|e| BenchError::Usage(format!("--set: {e}")))?;
         let db = Database::open_or_create(dir, opts).map_err(|e| BenchError::Driver(map_err(e)))?;
-        Ok(EvenkeelDriver { db, tables: RwLock::new(Arc::new(Vec::new())) })
+        Ok(EvenkeelDriver {
+            db,
+            tables: RwLock::new(Arc::new(Vec::new())),
+        })
     }
 }
 
@@ -52,10 +63,18 @@ impl Driver for EvenkeelDriver {
 
     fn open_table(&self, name: &str, create: bool) -> DriverResult<TableId> {
         let mut guard = self.tables.write();
-        if let Some(i) = guard.iter().position(|t| t.as_ref().is_some_and(|t| t.name() == name)) {
+        if let Some(i) = guard
+            .iter()
+            .position(|t| t.as_ref().is_some_and(|t| t.name() == name))
+        {
             return Ok(i);
         }
-        let t = if create { self.db.create_table_if_missing(name) } else { self.db.table(name) }.map_err(map_err)?;
+        let t = if create {
+            self.db.create_table_if_missing(name)
+        } else {
+            self.db.table(name)
+        }
+        .map_err(map_err)?;
         let mut next = Vec::clone(&guard);
         next.push(Some(t));
         *guard = Arc::new(next);
@@ -69,15 +88,20 @@ impl Driver for EvenkeelDriver {
     fn drop_table(&self, name: &str) -> DriverResult<()> {
         let mut guard = self.tables.write();
         self.db.drop_table(name).map_err(map_err)?;
-        let next: Vec<Option<Table>> =
-            guard.iter().map(|t| t.as_ref().filter(|t| t.name() != name).cloned()).collect();
+        let next: Vec<Option<Table>> = guard
+            .iter()
+            .map(|t| t.as_ref().filter(|t| t.name() != name).cloned())
+            .collect();
         *guard = Arc::new(next);
         Ok(())
     }
 
     fn begin(&self) -> DriverResult<Box<dyn DriverTxn>> {
         let tables = self.tables.read().clone();
-        Ok(Box::new(EvenkeelTxn { txn: self.db.begin(), tables }))
+        Ok(Box::new(EvenkeelTxn {
+            txn: self.db.begin(),
+            tables,
+        }))
     }
 
     fn stats(&self) -> EngineStats {
@@ -110,12 +134,20 @@ impl Driver for EvenkeelDriver {
             ("io_writes", s.io.writes),
             ("io_syncs", s.io.syncs),
         ];
-        e.extra = extra.iter().map(|(k, v)| (k.to_string(), *v as f64)).collect();
+        e.extra = extra
+            .iter()
+            .map(|(k, v)| (k.to_string(), *v as f64))
+            .collect();
         e
     }
 
     fn config(&self) -> Vec<(String, String)> {
-        self.db.options().describe().into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+        self.db
+            .options()
+            .describe()
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect()
     }
 
     fn close(&self) -> DriverResult<()> {
@@ -167,7 +199,10 @@ impl DriverTxn for EvenkeelTxn {
         limit: usize,
     ) -> DriverResult<Vec<Row>> {
         let table = self.table(t)?.clone();
-        let scan = self.txn.scan(&table, lower, upper, reverse).map_err(map_err)?;
+        let scan = self
+            .txn
+            .scan(&table, lower, upper, reverse)
+            .map_err(map_err)?;
         scan.take(limit).map(|r| r.map_err(map_err)).collect()
     }
 

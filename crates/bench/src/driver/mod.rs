@@ -89,6 +89,9 @@ pub struct EngineStats {
     pub extra: BTreeMap<String, f64>,
 }
 
+/// A visitor of scanned rows (key, value).
+pub type RowVisitor<'a> = dyn FnMut(&[u8], &[u8]) -> DriverResult<()> + 'a;
+
 /// Run `scan` repeatedly in chunks of `chunk` rows, calling `f` on every row in key order,
 /// so a check can walk a large table without holding it all in memory.
 pub fn scan_chunked(
@@ -97,7 +100,7 @@ pub fn scan_chunked(
     lower: Bound<&[u8]>,
     upper: Bound<&[u8]>,
     chunk: usize,
-    f: &mut dyn FnMut(&[u8], &[u8]) -> DriverResult<()>,
+    f: &mut RowVisitor<'_>,
 ) -> DriverResult<()> {
     let chunk = chunk.max(1);
     let mut rows = txn.scan(t, lower, upper, false, chunk)?;
@@ -108,7 +111,9 @@ pub fn scan_chunked(
         if rows.len() < chunk {
             return Ok(());
         }
-        let Some((last, _)) = rows.last() else { return Ok(()) };
+        let Some((last, _)) = rows.last() else {
+            return Ok(());
+        };
         let last = last.clone();
         rows = txn.scan(t, Bound::Excluded(&last), upper, false, chunk)?;
     }

@@ -73,7 +73,8 @@ impl ModelDriver {
     /// From now on, commits that wrote something fail with a retryable "deadlock" with
     /// probability `p`.
     pub fn set_retryable_failures(&self, p: f64) {
-        self.retryable_commit_failure.store(p.to_bits(), Ordering::Relaxed);
+        self.retryable_commit_failure
+            .store(p.to_bits(), Ordering::Relaxed);
     }
 
     fn failure_p(&self) -> f64 {
@@ -92,7 +93,12 @@ impl ModelDriver {
 
     /// True when no table holds a row.
     pub fn is_empty(&self) -> bool {
-        self.state.lock().maps.iter().flatten().all(|m| m.is_empty())
+        self.state
+            .lock()
+            .maps
+            .iter()
+            .flatten()
+            .all(|m| m.is_empty())
     }
 }
 
@@ -146,15 +152,26 @@ impl Driver for ModelDriver {
 
     fn stats(&self) -> EngineStats {
         let mut s = EngineStats::default();
-        s.extra.insert("commits".into(), self.counters.commits.load(Ordering::Relaxed) as f64);
-        s.extra.insert("rollbacks".into(), self.counters.rollbacks.load(Ordering::Relaxed) as f64);
-        s.extra
-            .insert("injected_failures".into(), self.counters.injected.load(Ordering::Relaxed) as f64);
+        s.extra.insert(
+            "commits".into(),
+            self.counters.commits.load(Ordering::Relaxed) as f64,
+        );
+        s.extra.insert(
+            "rollbacks".into(),
+            self.counters.rollbacks.load(Ordering::Relaxed) as f64,
+        );
+        s.extra.insert(
+            "injected_failures".into(),
+            self.counters.injected.load(Ordering::Relaxed) as f64,
+        );
         s
     }
 
     fn config(&self) -> Vec<(String, String)> {
-        vec![("retryable_commit_failure".into(), self.failure_p().to_string())]
+        vec![(
+            "retryable_commit_failure".into(),
+            self.failure_p().to_string(),
+        )]
     }
 
     fn close(&self) -> DriverResult<()> {
@@ -291,11 +308,15 @@ mod tests {
         assert_eq!(x.get(t, b"a").unwrap(), Some(b"z".to_vec()));
         x.rollback();
         let mut x = d.begin().unwrap();
-        let rows = x.scan(t, Bound::Unbounded, Bound::Unbounded, true, 10).unwrap();
+        let rows = x
+            .scan(t, Bound::Unbounded, Bound::Unbounded, true, 10)
+            .unwrap();
         let keys: Vec<_> = rows.iter().map(|r| r.0.clone()).collect();
         assert_eq!(keys, vec![b"c".to_vec(), b"b".to_vec(), b"a".to_vec()]);
         assert_eq!(x.get(t, b"a").unwrap(), Some(b"a".to_vec()));
-        let empty = x.scan(t, Bound::Excluded(b"b"), Bound::Excluded(b"b"), false, 10).unwrap();
+        let empty = x
+            .scan(t, Bound::Excluded(b"b"), Bound::Excluded(b"b"), false, 10)
+            .unwrap();
         assert!(empty.is_empty());
     }
 }

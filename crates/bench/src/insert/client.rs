@@ -10,7 +10,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use parking_lot::Mutex;
 use rand::Rng;
 
-use super::schema::{pk_key, pk_of, ClientTables, Purchase, CASHREGISTERS, PRICE_MAX_CENTS, PRODUCTS};
+use super::schema::{
+    pk_key, pk_of, ClientTables, Purchase, CASHREGISTERS, PRICE_MAX_CENTS, PRODUCTS,
+};
 use super::step::Step;
 use crate::codec::{Key, RowCodec};
 use crate::driver::{Driver, DriverError, DriverResult, DriverTxn};
@@ -25,7 +27,9 @@ pub const KIND_QUERY: usize = 2;
 const MAX_ATTEMPTS: u32 = 100;
 
 fn now_s() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
 }
 
 /// Run `body` in a transaction, retrying retryable failures; records `n` ops of `kind` on success.
@@ -77,8 +81,17 @@ impl ClientState {
         let last = txn.scan(t.base, Bound::Unbounded, Bound::Unbounded, true, 1)?;
         txn.commit()?;
         let oldest_pk = first.first().map(|r| pk_of(&r.0)).transpose()?.unwrap_or(1);
-        let next_pk = last.first().map(|r| pk_of(&r.0)).transpose()?.map_or(1, |p| p + 1);
-        Ok(ClientState { client, t, next_pk, oldest_pk })
+        let next_pk = last
+            .first()
+            .map(|r| pk_of(&r.0))
+            .transpose()?
+            .map_or(1, |p| p + 1);
+        Ok(ClientState {
+            client,
+            t,
+            next_pk,
+            oldest_pk,
+        })
     }
 
     /// An insert step: `rows` rows in batches of the step's size, deleting as many of the
@@ -138,23 +151,40 @@ impl ClientState {
     }
 
     /// l.x: add the three index entries of every row, 1000 rows per transaction.
-    pub fn build_indexes(&mut self, d: &dyn Driver, deadline: Instant, stop: &AtomicBool, rec: &Mutex<Recorder>) -> DriverResult<u64> {
+    pub fn build_indexes(
+        &mut self,
+        d: &dyn Driver,
+        deadline: Instant,
+        stop: &AtomicBool,
+        rec: &Mutex<Recorder>,
+    ) -> DriverResult<u64> {
         let t = self.t;
         let mut from: Option<Vec<u8>> = None;
         let mut done = 0;
         while Instant::now() < deadline && !stop.load(Ordering::Relaxed) {
             let mut txn = d.begin()?;
             let lower = from.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
-            let rows = txn.scan(t.base, lower, Bound::Unbounded, false, Step::BuildIndexes.batch())?;
+            let rows = txn.scan(
+                t.base,
+                lower,
+                Bound::Unbounded,
+                false,
+                Step::BuildIndexes.batch(),
+            )?;
             txn.commit()?;
-            let Some(last) = rows.last().map(|r| r.0.clone()) else { break };
+            let Some(last) = rows.last().map(|r| r.0.clone()) else {
+                break;
+            };
             let mut entries = Vec::with_capacity(rows.len() * 3);
             for (k, v) in &rows {
-                let r = Purchase::decode(v).map_err(|e| DriverError::fatal(format!("iibench row: {e}")))?;
+                let r = Purchase::decode(v)
+                    .map_err(|e| DriverError::fatal(format!("iibench row: {e}")))?;
                 entries.extend(t.index_keys(pk_of(k)?, &r));
             }
             with_retry(d, rec, KIND_INDEX, rows.len() as u64, &mut |txn| {
-                entries.iter().try_for_each(|(tab, k)| txn.put(*tab, k, &[]))
+                entries
+                    .iter()
+                    .try_for_each(|(tab, k)| txn.put(*tab, k, &[]))
             })?;
             done += rows.len() as u64;
             from = Some(last);
@@ -164,7 +194,14 @@ impl ClientState {
 
     /// The background writer of the query steps: `ips` rows per second inserted and as many
     /// of the oldest deleted, in transactions of 10 rows, until `stop`.
-    pub fn background_writer(&mut self, d: &dyn Driver, ips: u64, stop: &AtomicBool, rec: &Mutex<Recorder>, rng: &mut impl Rng) -> DriverResult<()> {
+    pub fn background_writer(
+        &mut self,
+        d: &dyn Driver,
+        ips: u64,
+        stop: &AtomicBool,
+        rec: &Mutex<Recorder>,
+        rng: &mut impl Rng,
+    ) -> DriverResult<()> {
         let per_batch = 10u64;
         let gap = Duration::from_secs_f64(per_batch as f64 / ips.max(1) as f64);
         let mut next = Instant::now();
@@ -182,13 +219,28 @@ impl ClientState {
 
 /// qr: range queries of 10 rows, rotating over the three secondary indexes from random start
 /// keys, until `stop`.
-pub fn query_loop(d: &dyn Driver, t: ClientTables, stop: &AtomicBool, rec: &Mutex<Recorder>, rng: &mut impl Rng) -> DriverResult<()> {
+pub fn query_loop(
+    d: &dyn Driver,
+    t: ClientTables,
+    stop: &AtomicBool,
+    rec: &Mutex<Recorder>,
+    rng: &mut impl Rng,
+) -> DriverResult<()> {
     let mut i = 0u64;
     while !stop.load(Ordering::Relaxed) {
         let (table, start) = match i % 3 {
-            0 => (t.marketsegment, Key::new().u32(rng.gen_range(0..PRODUCTS)).build()),
-            1 => (t.registersegment, Key::new().u32(rng.gen_range(0..CASHREGISTERS)).build()),
-            _ => (t.pdc, Key::new().u32(rng.gen_range(0..PRICE_MAX_CENTS)).build()),
+            0 => (
+                t.marketsegment,
+                Key::new().u32(rng.gen_range(0..PRODUCTS)).build(),
+            ),
+            1 => (
+                t.registersegment,
+                Key::new().u32(rng.gen_range(0..CASHREGISTERS)).build(),
+            ),
+            _ => (
+                t.pdc,
+                Key::new().u32(rng.gen_range(0..PRICE_MAX_CENTS)).build(),
+            ),
         };
         with_retry(d, rec, KIND_QUERY, 1, &mut |txn| {
             let rows = txn.scan(table, Bound::Included(&start), Bound::Unbounded, false, 10)?;

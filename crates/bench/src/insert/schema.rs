@@ -30,7 +30,9 @@ impl Purchase {
             customerid: rng.gen_range(0..CUSTOMERS),
             productid: rng.gen_range(0..PRODUCTS),
             price: rng.gen_range(0..PRICE_MAX_CENTS),
-            data: (0..len).map(|_| char::from(rng.gen_range(b'a'..=b'z'))).collect(),
+            data: (0..len)
+                .map(|_| char::from(rng.gen_range(b'a'..=b'z')))
+                .collect(),
         }
     }
 }
@@ -46,7 +48,12 @@ pub struct ClientTables {
 
 pub fn table_names(client: usize) -> [String; 4] {
     let b = format!("ii{client}");
-    [b.clone(), format!("{b}_marketsegment"), format!("{b}_registersegment"), format!("{b}_pdc")]
+    [
+        b.clone(),
+        format!("{b}_marketsegment"),
+        format!("{b}_registersegment"),
+        format!("{b}_pdc"),
+    ]
 }
 
 impl ClientTables {
@@ -74,14 +81,44 @@ impl ClientTables {
     /// (table, key) of the three index entries of a row.
     pub fn index_keys(&self, pk: u64, r: &Purchase) -> [(TableId, Vec<u8>); 3] {
         [
-            (self.marketsegment, Key::new().u32(r.productid).u32(r.customerid).u32(r.price).u64(pk).build()),
-            (self.registersegment, Key::new().u32(r.cashregisterid).u32(r.customerid).u32(r.price).u64(pk).build()),
-            (self.pdc, Key::new().u32(r.price).i64(r.dateandtime).u32(r.customerid).u64(pk).build()),
+            (
+                self.marketsegment,
+                Key::new()
+                    .u32(r.productid)
+                    .u32(r.customerid)
+                    .u32(r.price)
+                    .u64(pk)
+                    .build(),
+            ),
+            (
+                self.registersegment,
+                Key::new()
+                    .u32(r.cashregisterid)
+                    .u32(r.customerid)
+                    .u32(r.price)
+                    .u64(pk)
+                    .build(),
+            ),
+            (
+                self.pdc,
+                Key::new()
+                    .u32(r.price)
+                    .i64(r.dateandtime)
+                    .u32(r.customerid)
+                    .u64(pk)
+                    .build(),
+            ),
         ]
     }
 
     /// Insert a row, with its index entries when `indexed`.
-    pub fn insert(&self, txn: &mut dyn DriverTxn, pk: u64, r: &Purchase, indexed: bool) -> DriverResult<()> {
+    pub fn insert(
+        &self,
+        txn: &mut dyn DriverTxn,
+        pk: u64,
+        r: &Purchase,
+        indexed: bool,
+    ) -> DriverResult<()> {
         txn.put(self.base, &pk_key(pk), &r.encode())?;
         if indexed {
             for (t, k) in self.index_keys(pk, r) {
@@ -94,8 +131,11 @@ impl ClientTables {
     /// Delete a row and its index entries; false when it was not there.
     pub fn delete(&self, txn: &mut dyn DriverTxn, pk: u64) -> DriverResult<bool> {
         let key = pk_key(pk);
-        let Some(v) = txn.get_for_update(self.base, &key)? else { return Ok(false) };
-        let r = Purchase::decode(&v).map_err(|e| DriverError::fatal(format!("iibench row {pk}: {e}")))?;
+        let Some(v) = txn.get_for_update(self.base, &key)? else {
+            return Ok(false);
+        };
+        let r = Purchase::decode(&v)
+            .map_err(|e| DriverError::fatal(format!("iibench row {pk}: {e}")))?;
         txn.delete(self.base, &key)?;
         for (t, k) in self.index_keys(pk, &r) {
             txn.delete(t, &k)?;
@@ -109,5 +149,7 @@ pub fn pk_key(pk: u64) -> Vec<u8> {
 }
 
 pub fn pk_of(key: &[u8]) -> DriverResult<u64> {
-    KeyReader::new(key).u64().map_err(|e| DriverError::fatal(format!("iibench key: {e}")))
+    KeyReader::new(key)
+        .u64()
+        .map_err(|e| DriverError::fatal(format!("iibench key: {e}")))
 }

@@ -16,7 +16,13 @@ pub enum Step {
 }
 
 impl Step {
-    pub const ALL: [Step; 5] = [Step::LoadI0, Step::BuildIndexes, Step::InsertI1, Step::InsertI2, Step::QueryRange];
+    pub const ALL: [Step; 5] = [
+        Step::LoadI0,
+        Step::BuildIndexes,
+        Step::InsertI1,
+        Step::InsertI2,
+        Step::QueryRange,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -49,10 +55,17 @@ impl Step {
 pub fn parse_steps(s: &str) -> BenchResult<Vec<Step>> {
     let mut out = Vec::new();
     for name in s.split(',').map(str::trim).filter(|n| !n.is_empty()) {
-        let step = Step::ALL.iter().copied().find(|st| st.name() == name).ok_or_else(|| {
-            let all: Vec<&str> = Step::ALL.iter().map(|s| s.name()).collect();
-            BenchError::Usage(format!("--steps: unknown step {name:?}: expected some of {}", all.join(",")))
-        })?;
+        let step = Step::ALL
+            .iter()
+            .copied()
+            .find(|st| st.name() == name)
+            .ok_or_else(|| {
+                let all: Vec<&str> = Step::ALL.iter().map(|s| s.name()).collect();
+                BenchError::Usage(format!(
+                    "--steps: unknown step {name:?}: expected some of {}",
+                    all.join(",")
+                ))
+            })?;
         if !out.contains(&step) {
             out.push(step);
         }
@@ -70,7 +83,10 @@ mod tests {
 
     #[test]
     fn parses_and_orders() {
-        assert_eq!(parse_steps("l.i1, l.i0").ok(), Some(vec![Step::LoadI0, Step::InsertI1]));
+        assert_eq!(
+            parse_steps("l.i1, l.i0").ok(),
+            Some(vec![Step::LoadI0, Step::InsertI1])
+        );
         assert!(parse_steps("l.i9").is_err());
         assert!(parse_steps("").is_err());
     }

@@ -10,11 +10,35 @@ use crate::error::{BenchError, BenchResult};
 use crate::sampler::{KindInterval, SampleRow};
 
 const FIXED: [&str; 29] = [
-    "t_s", "phase", "excluded", "ops", "ops_all", "retries", "failed", "lat_p50_ms", "lat_p95_ms",
-    "lat_p99_ms", "lat_max_ms", "checkpoint_age_bytes", "checkpoint_age_pct", "dirty_pct",
-    "flushed_list_pages", "flushed_lru_pages", "flushed_sync_pages", "stall_ms", "pages_read",
-    "pages_written", "cpu_pct", "rss_bytes", "io_read_bytes", "io_write_bytes", "dev_reads",
-    "dev_writes", "dev_read_bytes", "dev_write_bytes", "size_bytes",
+    "t_s",
+    "phase",
+    "excluded",
+    "ops",
+    "ops_all",
+    "retries",
+    "failed",
+    "lat_p50_ms",
+    "lat_p95_ms",
+    "lat_p99_ms",
+    "lat_max_ms",
+    "checkpoint_age_bytes",
+    "checkpoint_age_pct",
+    "dirty_pct",
+    "flushed_list_pages",
+    "flushed_lru_pages",
+    "flushed_sync_pages",
+    "stall_ms",
+    "pages_read",
+    "pages_written",
+    "cpu_pct",
+    "rss_bytes",
+    "io_read_bytes",
+    "io_write_bytes",
+    "dev_reads",
+    "dev_writes",
+    "dev_read_bytes",
+    "dev_write_bytes",
+    "size_bytes",
 ];
 
 fn opt<T: ToString>(v: Option<T>) -> String {
@@ -57,7 +81,10 @@ fn cells(r: &SampleRow) -> [String; 29] {
 
 /// The CSV text of `rows`, tagged with `config_hash`.
 pub fn render(rows: &[SampleRow], config_hash: &str) -> String {
-    let kinds: Vec<String> = rows.first().map(|r| r.kinds.iter().map(|k| k.name.to_lowercase()).collect()).unwrap_or_default();
+    let kinds: Vec<String> = rows
+        .first()
+        .map(|r| r.kinds.iter().map(|k| k.name.to_lowercase()).collect())
+        .unwrap_or_default();
     let mut out = FIXED.join(",");
     for k in &kinds {
         let _ = write!(out, ",{k}_count,{k}_p95_ms,{k}_p99_ms,{k}_max_ms");
@@ -66,7 +93,11 @@ pub fn render(rows: &[SampleRow], config_hash: &str) -> String {
     for r in rows {
         out.push_str(&cells(r).join(","));
         for k in &r.kinds {
-            let _ = write!(out, ",{},{:.3},{:.3},{:.3}", k.count, k.p95_ms, k.p99_ms, k.max_ms);
+            let _ = write!(
+                out,
+                ",{},{:.3},{:.3},{:.3}",
+                k.count, k.p95_ms, k.p99_ms, k.max_ms
+            );
         }
         let _ = writeln!(out, ",{config_hash}");
     }
@@ -80,7 +111,11 @@ fn bad(line: usize, what: &str) -> BenchError {
 /// Parse a timeseries.csv back into rows and the config hash of its first row.
 pub fn read(text: &str) -> BenchResult<(Vec<SampleRow>, String)> {
     let mut lines = text.lines();
-    let header: Vec<&str> = lines.next().ok_or_else(|| bad(1, "empty"))?.split(',').collect();
+    let header: Vec<&str> = lines
+        .next()
+        .ok_or_else(|| bad(1, "empty"))?
+        .split(',')
+        .collect();
     if header.get(..FIXED.len()) != Some(&FIXED[..]) || header.last() != Some(&"config_hash") {
         return Err(bad(1, "not a timeseries.csv header"));
     }
@@ -94,17 +129,36 @@ pub fn read(text: &str) -> BenchResult<(Vec<SampleRow>, String)> {
         let n = i + 2;
         let f: Vec<&str> = line.split(',').collect();
         if f.len() != header.len() {
-            return Err(bad(n, &format!("{} cells, header has {}", f.len(), header.len())));
+            return Err(bad(
+                n,
+                &format!("{} cells, header has {}", f.len(), header.len()),
+            ));
         }
-        let num = |j: usize| -> BenchResult<f64> { f[j].parse::<f64>().map_err(|_| bad(n, &format!("bad number in {}", FIXED[j]))) };
-        let int = |j: usize| -> BenchResult<u64> { f[j].parse::<u64>().map_err(|_| bad(n, &format!("bad integer in {}", FIXED[j]))) };
+        let num = |j: usize| -> BenchResult<f64> {
+            f[j].parse::<f64>()
+                .map_err(|_| bad(n, &format!("bad number in {}", FIXED[j])))
+        };
+        let int = |j: usize| -> BenchResult<u64> {
+            f[j].parse::<u64>()
+                .map_err(|_| bad(n, &format!("bad integer in {}", FIXED[j])))
+        };
         let oint = |j: usize| -> Option<u64> { f[j].parse().ok() };
         let onum = |j: usize| -> Option<f64> { f[j].parse().ok() };
         let mut kinds = Vec::new();
         for (k, name) in kind_names.iter().enumerate() {
             let at = FIXED.len() + 4 * k;
-            let g = |j: usize| f[at + j].parse::<f64>().map_err(|_| bad(n, "bad kind cell"));
-            kinds.push(KindInterval { name: name.clone(), count: g(0)? as u64, p95_ms: g(1)?, p99_ms: g(2)?, max_ms: g(3)? });
+            let g = |j: usize| {
+                f[at + j]
+                    .parse::<f64>()
+                    .map_err(|_| bad(n, "bad kind cell"))
+            };
+            kinds.push(KindInterval {
+                name: name.clone(),
+                count: g(0)? as u64,
+                p95_ms: g(1)?,
+                p99_ms: g(2)?,
+                max_ms: g(3)?,
+            });
         }
         if hash.is_empty() {
             hash = f[f.len() - 1].to_string();
@@ -158,7 +212,13 @@ mod tests {
             ops_all: 22,
             lat_p95_ms: 1.5,
             dirty_pct: Some(12.25),
-            kinds: vec![KindInterval { name: "NEW_ORDER".into(), count: 10, p95_ms: 1.5, p99_ms: 2.0, max_ms: 3.0 }],
+            kinds: vec![KindInterval {
+                name: "NEW_ORDER".into(),
+                count: 10,
+                p95_ms: 1.5,
+                p99_ms: 2.0,
+                max_ms: 3.0,
+            }],
             rss_bytes: 1000,
             ..SampleRow::default()
         };

@@ -29,11 +29,18 @@ pub fn utc_stamp(secs: u64) -> String {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}{m:02}{d:02}-{:02}{:02}{:02}", rem / 3600, rem % 3600 / 60, rem % 60)
+    format!(
+        "{y:04}{m:02}{d:02}-{:02}{:02}{:02}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
 }
 
 pub fn now_unix_s() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 /// The default results directory for a workload started now.
@@ -47,10 +54,14 @@ fn write(path: &Path, text: &str) -> BenchResult<()> {
 
 /// Write summary.json, timeseries.csv and report.html into `out` (created if needed).
 pub fn write_results(out: &Path, s: &Summary, rows: &[SampleRow]) -> BenchResult<()> {
-    std::fs::create_dir_all(out).map_err(|e| BenchError::io(format!("create {}", out.display()), e))?;
+    std::fs::create_dir_all(out)
+        .map_err(|e| BenchError::io(format!("create {}", out.display()), e))?;
     let json = serde_json::to_string_pretty(s).map_err(|e| BenchError::Data(e.to_string()))?;
     write(&out.join("summary.json"), &json)?;
-    write(&out.join("timeseries.csv"), &csv::render(rows, &s.config_hash))?;
+    write(
+        &out.join("timeseries.csv"),
+        &csv::render(rows, &s.config_hash),
+    )?;
     write(&out.join("report.html"), &html::render(s, rows))
 }
 

@@ -103,7 +103,13 @@ pub fn config_hash(workload: &str, engine: &str, config: &BTreeMap<String, Strin
 
 impl Summary {
     /// Fill the common figures from the measured rows (`excluded` rows are skipped).
-    pub fn from_rows(workload: &str, engine: &str, config: BTreeMap<String, String>, op: &str, rows: &[SampleRow]) -> Summary {
+    pub fn from_rows(
+        workload: &str,
+        engine: &str,
+        config: BTreeMap<String, String>,
+        op: &str,
+        rows: &[SampleRow],
+    ) -> Summary {
         let m: Vec<&SampleRow> = rows.iter().filter(|r| !r.excluded).collect();
         let series: Vec<f64> = m.iter().map(|r| r.ops as f64).collect();
         let st: Stability = stability(&series);
@@ -111,9 +117,21 @@ impl Summary {
         let ops: u64 = m.iter().map(|r| r.ops).sum();
         let per_op = |x: f64| if ops == 0 { 0.0 } else { x / ops as f64 };
         let use_dev = m.iter().any(|r| r.dev_write_bytes.is_some());
-        let wbytes = if use_dev { sum(&m, |r| r.dev_write_bytes.unwrap_or(0) as f64) } else { sum(&m, |r| r.io_write_bytes as f64) };
-        let rbytes = if use_dev { sum(&m, |r| r.dev_read_bytes.unwrap_or(0) as f64) } else { sum(&m, |r| r.io_read_bytes as f64) };
-        let reads = if use_dev { sum(&m, |r| r.dev_reads.unwrap_or(0) as f64) } else { sum(&m, |r| r.pages_read.unwrap_or(0) as f64) };
+        let wbytes = if use_dev {
+            sum(&m, |r| r.dev_write_bytes.unwrap_or(0) as f64)
+        } else {
+            sum(&m, |r| r.io_write_bytes as f64)
+        };
+        let rbytes = if use_dev {
+            sum(&m, |r| r.dev_read_bytes.unwrap_or(0) as f64)
+        } else {
+            sum(&m, |r| r.io_read_bytes as f64)
+        };
+        let reads = if use_dev {
+            sum(&m, |r| r.dev_reads.unwrap_or(0) as f64)
+        } else {
+            sum(&m, |r| r.pages_read.unwrap_or(0) as f64)
+        };
         let cpu_s = sum(&m, |r| r.cpu_pct / 100.0);
         let dirty: Vec<f64> = m.iter().filter_map(|r| r.dirty_pct).collect();
         let stall: Vec<f64> = m.iter().filter_map(|r| r.stall_ms).collect();
@@ -135,9 +153,13 @@ impl Summary {
             seconds_below_half_mean: st.seconds_below_half_mean,
             zero_seconds: st.zero_seconds,
             longest_zero_run: st.longest_zero_run,
-            checkpoint_age_max_pct: m.iter().filter_map(|r| r.checkpoint_age_pct).reduce(f64::max),
+            checkpoint_age_max_pct: m
+                .iter()
+                .filter_map(|r| r.checkpoint_age_pct)
+                .reduce(f64::max),
             checkpoint_age_max_bytes: m.iter().filter_map(|r| r.checkpoint_age_bytes).max(),
-            dirty_pct_mean: (!dirty.is_empty()).then(|| dirty.iter().sum::<f64>() / dirty.len() as f64),
+            dirty_pct_mean: (!dirty.is_empty())
+                .then(|| dirty.iter().sum::<f64>() / dirty.len() as f64),
             stall_ms_total: (!stall.is_empty()).then(|| stall.iter().sum()),
             write_kb_per_op: per_op(wbytes / 1024.0),
             read_kb_per_op: per_op(rbytes / 1024.0),
@@ -175,8 +197,14 @@ impl Summary {
 pub fn seed002_columns(s: &Summary) -> Vec<(&'static str, String)> {
     let gb = |b: Option<u64>| b.map_or("-".to_string(), |b| format!("{:.1}", b as f64 / 1e9));
     vec![
-        ("ips.av", format!("{:.0}", s.ips_av.unwrap_or(s.throughput_mean))),
-        ("ips.99", format!("{:.0}", s.ips_99.unwrap_or(s.throughput_p1))),
+        (
+            "ips.av",
+            format!("{:.0}", s.ips_av.unwrap_or(s.throughput_mean)),
+        ),
+        (
+            "ips.99",
+            format!("{:.0}", s.ips_99.unwrap_or(s.throughput_p1)),
+        ),
         ("r/i", format!("{:.2}", s.reads_per_op)),
         ("rKB/i", format!("{:.2}", s.read_kb_per_op)),
         ("wKB/i", format!("{:.2}", s.write_kb_per_op)),

@@ -7,8 +7,9 @@
 use std::fmt::Write as _;
 
 /// Okabe-Ito colours, most distinct first.
-pub const PALETTE: [&str; 8] =
-    ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442"];
+pub const PALETTE: [&str; 8] = [
+    "#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442",
+];
 
 const DASHES: [&str; 4] = ["", "6 3", "2 2", "8 3 2 3"];
 
@@ -27,7 +28,11 @@ pub struct Series {
 
 impl Series {
     pub fn new(name: impl Into<String>, points: Vec<(f64, f64)>) -> Self {
-        Series { name: name.into(), points, axis: Axis::Left }
+        Series {
+            name: name.into(),
+            points,
+            axis: Axis::Left,
+        }
     }
     pub fn right(mut self) -> Self {
         self.axis = Axis::Right;
@@ -48,7 +53,10 @@ pub struct Chart {
 
 /// Escape text for XML content and attributes.
 pub fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
 /// A step of 1, 2 or 5 times a power of ten giving about `n` ticks over `span`.
@@ -134,7 +142,12 @@ impl Chart {
     /// The chart as an `<svg>` element.
     pub fn render(&self) -> String {
         let (w, h) = (self.width, self.height);
-        let (l, r, t, b) = (70.0, if self.y2_label.is_some() { 70.0 } else { 20.0 }, 30.0, 70.0);
+        let (l, r, t, b) = (
+            70.0,
+            if self.y2_label.is_some() { 70.0 } else { 20.0 },
+            30.0,
+            70.0,
+        );
         let (pw, ph) = (w - l - r, h - t - b);
         let mut o = String::new();
         let _ = write!(
@@ -142,15 +155,35 @@ impl Chart {
             r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="11"><title>{}</title>"#,
             esc(&self.title)
         );
-        let _ = write!(o, r#"<text x="{}" y="18" font-size="14" font-weight="bold">{}</text>"#, l, esc(&self.title));
-        let _ = write!(o, r##"<rect x="{l}" y="{t}" width="{pw}" height="{ph}" fill="none" stroke="#888"/>"##);
+        let _ = write!(
+            o,
+            r#"<text x="{}" y="18" font-size="14" font-weight="bold">{}</text>"#,
+            l,
+            esc(&self.title)
+        );
+        let _ = write!(
+            o,
+            r##"<rect x="{l}" y="{t}" width="{pw}" height="{ph}" fill="none" stroke="#888"/>"##
+        );
         if !self.has_data() {
-            let _ = write!(o, r##"<text x="{}" y="{}" text-anchor="middle" fill="#666">no data: not exposed by this engine</text></svg>"##, l + pw / 2.0, t + ph / 2.0);
+            let _ = write!(
+                o,
+                r##"<text x="{}" y="{}" text-anchor="middle" fill="#666">no data: not exposed by this engine</text></svg>"##,
+                l + pw / 2.0,
+                t + ph / 2.0
+            );
             return o;
         }
         let all = || self.series.iter().flat_map(|s| s.points.iter());
         let (x0, x1, xs) = range(all().map(|p| p.0));
-        let side = |a: Axis| range(self.series.iter().filter(|s| s.axis == a).flat_map(|s| s.points.iter().map(|p| p.1)));
+        let side = |a: Axis| {
+            range(
+                self.series
+                    .iter()
+                    .filter(|s| s.axis == a)
+                    .flat_map(|s| s.points.iter().map(|p| p.1)),
+            )
+        };
         let (y0, y1, ys) = side(Axis::Left);
         let (z0, z1, zs) = side(Axis::Right);
         let px = |x: f64| l + (x - x0) / (x1 - x0) * pw;
@@ -158,35 +191,97 @@ impl Chart {
         // Grid and ticks.
         let mut x = x0;
         while x <= x1 + xs / 2.0 {
-            let _ = write!(o, r##"<line x1="{0:.1}" y1="{t}" x2="{0:.1}" y2="{1}" stroke="#eee"/><text x="{0:.1}" y="{2}" text-anchor="middle">{3}</text>"##, px(x), t + ph, t + ph + 14.0, fmt_tick(x));
+            let _ = write!(
+                o,
+                r##"<line x1="{0:.1}" y1="{t}" x2="{0:.1}" y2="{1}" stroke="#eee"/><text x="{0:.1}" y="{2}" text-anchor="middle">{3}</text>"##,
+                px(x),
+                t + ph,
+                t + ph + 14.0,
+                fmt_tick(x)
+            );
             x += xs;
         }
         let mut y = y0;
         while y <= y1 + ys / 2.0 {
-            let _ = write!(o, r##"<line x1="{l}" y1="{0:.1}" x2="{1}" y2="{0:.1}" stroke="#eee"/><text x="{2}" y="{3:.1}" text-anchor="end">{4}</text>"##, py(y, y0, y1), l + pw, l - 4.0, py(y, y0, y1) + 4.0, fmt_tick(y));
+            let _ = write!(
+                o,
+                r##"<line x1="{l}" y1="{0:.1}" x2="{1}" y2="{0:.1}" stroke="#eee"/><text x="{2}" y="{3:.1}" text-anchor="end">{4}</text>"##,
+                py(y, y0, y1),
+                l + pw,
+                l - 4.0,
+                py(y, y0, y1) + 4.0,
+                fmt_tick(y)
+            );
             y += ys;
         }
         if let Some(y2) = &self.y2_label {
             let mut z = z0;
             while z <= z1 + zs / 2.0 {
-                let _ = write!(o, r#"<text x="{}" y="{:.1}">{}</text>"#, l + pw + 4.0, py(z, z0, z1) + 4.0, fmt_tick(z));
+                let _ = write!(
+                    o,
+                    r#"<text x="{}" y="{:.1}">{}</text>"#,
+                    l + pw + 4.0,
+                    py(z, z0, z1) + 4.0,
+                    fmt_tick(z)
+                );
                 z += zs;
             }
-            let _ = write!(o, r#"<text transform="translate({},{}) rotate(90)" text-anchor="middle">{}</text>"#, w - 12.0, t + ph / 2.0, esc(y2));
+            let _ = write!(
+                o,
+                r#"<text transform="translate({},{}) rotate(90)" text-anchor="middle">{}</text>"#,
+                w - 12.0,
+                t + ph / 2.0,
+                esc(y2)
+            );
         }
-        let _ = write!(o, r#"<text x="{}" y="{}" text-anchor="middle">{}</text>"#, l + pw / 2.0, t + ph + 30.0, esc(&self.x_label));
-        let _ = write!(o, r#"<text transform="translate(14,{}) rotate(-90)" text-anchor="middle">{}</text>"#, t + ph / 2.0, esc(&self.y_label));
+        let _ = write!(
+            o,
+            r#"<text x="{}" y="{}" text-anchor="middle">{}</text>"#,
+            l + pw / 2.0,
+            t + ph + 30.0,
+            esc(&self.x_label)
+        );
+        let _ = write!(
+            o,
+            r#"<text transform="translate(14,{}) rotate(-90)" text-anchor="middle">{}</text>"#,
+            t + ph / 2.0,
+            esc(&self.y_label)
+        );
         // Series and legend.
         let mut lx = l;
         for (i, s) in self.series.iter().enumerate() {
             let color = PALETTE[i % PALETTE.len()];
             let dash = DASHES[i % DASHES.len()];
-            let (lo, hi) = if s.axis == Axis::Left { (y0, y1) } else { (z0, z1) };
-            let pts: Vec<String> = s.points.iter().map(|&(x, y)| format!("{:.1},{:.1}", px(x), py(y, lo, hi))).collect();
-            let _ = write!(o, r#"<polyline class="series" fill="none" stroke="{color}" stroke-width="1.5" stroke-dasharray="{dash}" points="{}"><title>{}</title></polyline>"#, pts.join(" "), esc(&s.name));
+            let (lo, hi) = if s.axis == Axis::Left {
+                (y0, y1)
+            } else {
+                (z0, z1)
+            };
+            let pts: Vec<String> = s
+                .points
+                .iter()
+                .map(|&(x, y)| format!("{:.1},{:.1}", px(x), py(y, lo, hi)))
+                .collect();
+            let _ = write!(
+                o,
+                r#"<polyline class="series" fill="none" stroke="{color}" stroke-width="1.5" stroke-dasharray="{dash}" points="{}"><title>{}</title></polyline>"#,
+                pts.join(" "),
+                esc(&s.name)
+            );
             let ly = h - 18.0;
-            let label = if s.axis == Axis::Right { format!("{} (right axis)", s.name) } else { s.name.clone() };
-            let _ = write!(o, r#"<line x1="{lx}" y1="{ly}" x2="{}" y2="{ly}" stroke="{color}" stroke-width="2" stroke-dasharray="{dash}"/><text x="{}" y="{}">{}</text>"#, lx + 20.0, lx + 24.0, ly + 4.0, esc(&label));
+            let label = if s.axis == Axis::Right {
+                format!("{} (right axis)", s.name)
+            } else {
+                s.name.clone()
+            };
+            let _ = write!(
+                o,
+                r#"<line x1="{lx}" y1="{ly}" x2="{}" y2="{ly}" stroke="{color}" stroke-width="2" stroke-dasharray="{dash}"/><text x="{}" y="{}">{}</text>"#,
+                lx + 20.0,
+                lx + 24.0,
+                ly + 4.0,
+                esc(&label)
+            );
             lx += 34.0 + 6.5 * label.len() as f64;
         }
         o.push_str("</svg>");

@@ -25,8 +25,14 @@ pub fn text_table(runs: &[SweepRun]) -> String {
         if let Some(last) = cols.last_mut() {
             last.1 = format!("{}.{}", r.summary.engine, r.label);
         }
-        cols.insert(cols.len() - 1, ("cv", format!("{:.3}", r.summary.throughput_cv)));
-        cols.insert(cols.len() - 1, ("zero_s", r.summary.zero_seconds.to_string()));
+        cols.insert(
+            cols.len() - 1,
+            ("cv", format!("{:.3}", r.summary.throughput_cv)),
+        );
+        cols.insert(
+            cols.len() - 1,
+            ("zero_s", r.summary.zero_seconds.to_string()),
+        );
         if i == 0 {
             let head: Vec<&str> = cols.iter().map(|c| c.0).collect();
             let _ = writeln!(o, "{}", head.join(" "));
@@ -47,7 +53,15 @@ pub fn render(workload: &str, vary: &str, runs: &[SweepRun]) -> String {
         let cols = seed002_columns(&r.summary);
         if head.len() == 1 {
             head.extend(cols.iter().map(|c| c.0));
-            head.extend(["mean/s", "p1/s", "min/s", "cv", "s < mean/2", "zero s", "tpmC"]);
+            head.extend([
+                "mean/s",
+                "p1/s",
+                "min/s",
+                "cv",
+                "s < mean/2",
+                "zero s",
+                "tpmC",
+            ]);
         }
         let mut row = vec![r.label.clone()];
         row.extend(cols.into_iter().map(|c| c.1));
@@ -64,17 +78,41 @@ pub fn render(workload: &str, vary: &str, runs: &[SweepRun]) -> String {
         rows.push(row);
     }
     o.push_str(&table(&head, &rows, &[0]));
-    let op = runs.first().map_or("ops".to_string(), |r| r.summary.op.clone());
-    let mut c1 = Chart::new(&format!("Throughput per second ({op})"), "seconds", &format!("{op} / s"));
-    let mut c10 = Chart::new(&format!("Throughput per 10 seconds ({op})"), "seconds", &format!("{op} / 10 s"));
+    let op = runs
+        .first()
+        .map_or("ops".to_string(), |r| r.summary.op.clone());
+    let mut c1 = Chart::new(
+        &format!("Throughput per second ({op})"),
+        "seconds",
+        &format!("{op} / s"),
+    );
+    let mut c10 = Chart::new(
+        &format!("Throughput per 10 seconds ({op})"),
+        "seconds",
+        &format!("{op} / 10 s"),
+    );
     for r in runs {
         let s: Vec<f64> = r.rows.iter().map(|x| x.ops as f64).collect();
-        c1 = c1.with(Series::new(&r.label, r.rows.iter().map(|x| (x.t_s as f64, x.ops as f64)).collect()));
-        let w = windows(&s, 10).into_iter().enumerate().map(|(i, v)| ((i as f64 + 1.0) * 10.0, v)).collect();
+        c1 = c1.with(Series::new(
+            &r.label,
+            r.rows
+                .iter()
+                .map(|x| (x.t_s as f64, x.ops as f64))
+                .collect(),
+        ));
+        let w = windows(&s, 10)
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| ((i as f64 + 1.0) * 10.0, v))
+            .collect();
         c10 = c10.with(Series::new(&r.label, w));
     }
     o.push_str(&c1.render());
     o.push_str(&c10.render());
-    let _ = write!(o, "<h2>Table</h2><pre>{}</pre></body></html>\n", esc(&text_table(runs)));
+    let _ = writeln!(
+        o,
+        "<h2>Table</h2><pre>{}</pre></body></html>",
+        esc(&text_table(runs))
+    );
     o
 }

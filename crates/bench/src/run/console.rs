@@ -15,7 +15,11 @@ pub struct Console {
 
 impl Console {
     pub fn new(quiet: bool, json: bool) -> Self {
-        Console { quiet, json, bar: None }
+        Console {
+            quiet,
+            json,
+            bar: None,
+        }
     }
 
     /// Start a bar of `len` units (seconds or rows) if stderr is a terminal.

@@ -27,8 +27,12 @@ impl EngineSpec {
         self.set
             .iter()
             .map(|s| match s.split_once('=') {
-                Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.trim().to_string())),
-                _ => Err(BenchError::Usage(format!("--set expects name=value, got {s:?}"))),
+                Some((k, v)) if !k.trim().is_empty() => {
+                    Ok((k.trim().to_string(), v.trim().to_string()))
+                }
+                _ => Err(BenchError::Usage(format!(
+                    "--set expects name=value, got {s:?}"
+                ))),
             })
             .collect()
     }
@@ -43,7 +47,10 @@ impl EngineSpec {
         }
         if let Some(c) = &self.config {
             if !c.is_file() {
-                return Err(BenchError::Usage(format!("--config {}: no such file", c.display())));
+                return Err(BenchError::Usage(format!(
+                    "--config {}: no such file",
+                    c.display()
+                )));
             }
         }
         self.pairs().map(|_| ())
@@ -56,7 +63,9 @@ pub fn open_driver(spec: &EngineSpec, dir: &Path) -> BenchResult<Box<dyn Driver>
     match spec.engine.as_str() {
         "model" => {
             if !spec.set.is_empty() || spec.config.is_some() {
-                return Err(BenchError::Usage("the model engine takes no --set or --config".into()));
+                return Err(BenchError::Usage(
+                    "the model engine takes no --set or --config".into(),
+                ));
             }
             Ok(Box::new(ModelDriver::new()))
         }
@@ -66,7 +75,8 @@ pub fn open_driver(spec: &EngineSpec, dir: &Path) -> BenchResult<Box<dyn Driver>
 
 #[cfg(feature = "evenkeel")]
 fn open_evenkeel(spec: &EngineSpec, dir: &Path) -> BenchResult<Box<dyn Driver>> {
-    let d = crate::driver::evenkeel::EvenkeelDriver::open(dir, spec.config.as_deref(), &spec.pairs()?)?;
+    let d =
+        crate::driver::evenkeel::EvenkeelDriver::open(dir, spec.config.as_deref(), &spec.pairs()?)?;
     Ok(Box::new(d))
 }
 

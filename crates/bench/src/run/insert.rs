@@ -50,16 +50,28 @@ struct Run<'a> {
     sampler: Sampler,
     rows: Vec<SampleRow>,
     con: Console,
+    next_line_s: u64,
 }
+
+/// Seconds between live lines.
+const LINE_EVERY_S: u64 = 10;
 
 impl Run<'_> {
     /// Sample once a second until `done` (or `until`); returns per-client primary counts per second.
-    fn sample_until(&mut self, done: &AtomicUsize, workers: usize, until: Option<Instant>, stop: &AtomicBool) -> Vec<Vec<u64>> {
+    fn sample_until(
+        &mut self,
+        done: &AtomicUsize,
+        workers: usize,
+        until: Option<Instant>,
+        stop: &AtomicBool,
+    ) -> Vec<Vec<u64>> {
         let n = self.clients.recorders.len();
         let mut per_client: Vec<Vec<u64>> = vec![Vec::new(); n];
         // Seconds are counted from the step's start, so every full row is one second long.
         let start = Instant::now();
-        let finished = || done.load(Ordering::Relaxed) >= workers || until.is_some_and(|u| Instant::now() >= u);
+        let finished = || {
+            done.load(Ordering::Relaxed) >= workers || until.is_some_and(|u| Instant::now() >= u)
+        };
         let mut k = 0;
         while wait_second(start, k + 1, &finished) {
             k += 1;
@@ -82,22 +94,32 @@ impl Run<'_> {
             }
         }
         let clients_ops: u64 = counts.iter().take(self.clients.recorders.len() / 2).sum();
-        if !self.con_quiet_line(&row) {
-            self.con.set_position(self.sampler.started().elapsed().as_secs());
-        }
+        self.live_line(&row);
+        self.con
+            .set_position(self.sampler.started().elapsed().as_secs());
         self.rows.push(row);
         clients_ops
     }
 
-    fn con_quiet_line(&self, r: &SampleRow) -> bool {
-        if r.t_s % 10 == 0 {
-            self.con.line(&format!("{:4}, {}: {} /s, p99 {:.3} ms, max {:.3} ms", r.t_s, r.phase, r.ops, r.lat_p99_ms, r.lat_max_ms));
+    /// A live line every `LINE_EVERY_S` seconds.
+    fn live_line(&mut self, r: &SampleRow) {
+        if r.t_s >= self.next_line_s {
+            self.next_line_s = r.t_s + LINE_EVERY_S;
+            self.con.line(&format!(
+                "{:4}, {}: {} /s, p99 {:.3} ms, max {:.3} ms",
+                r.t_s, r.phase, r.ops, r.lat_p99_ms, r.lat_max_ms
+            ));
         }
-        false
     }
 }
 
-fn step_summary(step: Step, rows: u64, secs: f64, per_client: &[Vec<u64>], clients: usize) -> StepSummary {
+fn step_summary(
+    step: Step,
+    rows: u64,
+    secs: f64,
+    per_client: &[Vec<u64>],
+    clients: usize,
+) -> StepSummary {
     let rates: Vec<Vec<f64>> = per_client
         .iter()
         .take(clients)
@@ -111,7 +133,13 @@ fn step_summary(step: Step, rows: u64, secs: f64, per_client: &[Vec<u64>], clien
             }
         })
         .collect();
-    StepSummary { step: step.name().to_string(), rows, seconds: secs, ips_av: rows as f64 / secs.max(1e-9), ips_99: ips99(&rates) }
+    StepSummary {
+        step: step.name().to_string(),
+        rows,
+        seconds: secs,
+        ips_av: rows as f64 / secs.max(1e-9),
+        ips_99: ips99(&rates),
+    }
 }
 
 pub fn run_insert(o: &InsertOptions) -> BenchResult<RunOutput> {
@@ -124,13 +152,32 @@ pub fn run_insert(o: &InsertOptions) -> BenchResult<RunOutput> {
             ClientTables::drop_all(d, c)?;
         }
     }
-    let mut states: Vec<ClientState> = (0..o.clients).map(|c| ClientState::open(d, c)).collect::<Result<_, _>>()?;
+    let mut states: Vec<ClientState> = (0..o.clients)
+        .map(|c| ClientState::open(d, c))
+        .collect::<Result<_, _>>()?;
     // Recorders: one per client, then one per background writer of the query step.
     let clients = Clients::new(KINDS.to_vec(), KIND_INSERT, o.clients * 2, "l.i0");
     let data_dir = is_persistent(&o.common.engine.engine).then(|| dd.path.clone());
     let sampler = Sampler::new(d, &clients, data_dir);
-    let mut run = Run { d, clients: &clients, sampler, rows: Vec::new(), con: Console::new(o.common.quiet, o.common.json) };
-    let total_s: u64 = o.steps.iter().map(|s| if *s == Step::QueryRange { o.query_seconds } else { o.max_step_seconds }).sum();
+    let mut run = Run {
+        d,
+        clients: &clients,
+        sampler,
+        rows: Vec::new(),
+        next_line_s: LINE_EVERY_S,
+        con: Console::new(o.common.quiet, o.common.json),
+    };
+    let total_s: u64 = o
+        .steps
+        .iter()
+        .map(|s| {
+            if *s == Step::QueryRange {
+                o.query_seconds
+            } else {
+                o.max_step_seconds
+            }
+        })
+        .sum();
     run.con.start_bar(total_s, "insert");
     let mut steps = Vec::new();
     for &step in &o.steps {
@@ -145,7 +192,10 @@ pub fn run_insert(o: &InsertOptions) -> BenchResult<RunOutput> {
         let (n, per_client) = run_step(o, &mut run, &mut states, step)?;
         let secs = started.elapsed().as_secs_f64();
         let s = step_summary(step, n, secs, &per_client, o.clients);
-        run.con.line(&format!("step {}: {} ops in {:.1} s, {:.0} /s, ips.99 {:.0}", s.step, s.rows, s.seconds, s.ips_av, s.ips_99));
+        run.con.line(&format!(
+            "step {}: {} ops in {:.1} s, {:.0} /s, ips.99 {:.0}",
+            s.step, s.rows, s.seconds, s.ips_av, s.ips_99
+        ));
         steps.push(s);
     }
     run.con.finish_bar();
@@ -153,7 +203,12 @@ pub fn run_insert(o: &InsertOptions) -> BenchResult<RunOutput> {
     finish(o, d, run, steps)
 }
 
-fn run_step(o: &InsertOptions, run: &mut Run<'_>, states: &mut [ClientState], step: Step) -> BenchResult<(u64, Vec<Vec<u64>>)> {
+fn run_step(
+    o: &InsertOptions,
+    run: &mut Run<'_>,
+    states: &mut [ClientState],
+    step: Step,
+) -> BenchResult<(u64, Vec<Vec<u64>>)> {
     let d = run.d;
     let stop = AtomicBool::new(false);
     let done = AtomicUsize::new(0);
@@ -200,7 +255,8 @@ fn run_step(o: &InsertOptions, run: &mut Run<'_>, states: &mut [ClientState], st
                 r
             }));
         }
-        let until = (step == Step::QueryRange).then(|| Instant::now() + Duration::from_secs(o.query_seconds));
+        let until = (step == Step::QueryRange)
+            .then(|| Instant::now() + Duration::from_secs(o.query_seconds));
         let workers = handles.len();
         let mut per_client = run.sample_until(done, workers, until, stop);
         let mut n = 0;
@@ -222,7 +278,12 @@ fn run_step(o: &InsertOptions, run: &mut Run<'_>, states: &mut [ClientState], st
     })
 }
 
-fn finish(o: &InsertOptions, d: &dyn Driver, run: Run<'_>, steps: Vec<StepSummary>) -> BenchResult<RunOutput> {
+fn finish(
+    o: &InsertOptions,
+    d: &dyn Driver,
+    run: Run<'_>,
+    steps: Vec<StepSummary>,
+) -> BenchResult<RunOutput> {
     let params = [
         ("workload", "insert".to_string()),
         ("clients", o.clients.to_string()),
@@ -232,13 +293,35 @@ fn finish(o: &InsertOptions, d: &dyn Driver, run: Run<'_>, steps: Vec<StepSummar
         ("query_seconds", o.query_seconds.to_string()),
         ("query_ips", o.query_ips.to_string()),
         ("max_step_seconds", o.max_step_seconds.to_string()),
-        ("steps", o.steps.iter().map(|s| s.name()).collect::<Vec<_>>().join(",")),
+        (
+            "steps",
+            o.steps
+                .iter()
+                .map(|s| s.name())
+                .collect::<Vec<_>>()
+                .join(","),
+        ),
     ];
     let config = config_map(&params, d.config(), &o.common.engine);
-    let main = ["l.i1", "l.i0", "l.i2"].into_iter().find(|m| steps.iter().any(|s| s.step == *m));
-    let main_rows: Vec<SampleRow> = run.rows.iter().filter(|r| Some(r.phase.as_str()) == main).cloned().collect();
-    let op = if main.is_some() { "rows inserted" } else { "queries" };
-    let basis = if main_rows.is_empty() { &run.rows } else { &main_rows };
+    let main = ["l.i1", "l.i0", "l.i2"]
+        .into_iter()
+        .find(|m| steps.iter().any(|s| s.step == *m));
+    let main_rows: Vec<SampleRow> = run
+        .rows
+        .iter()
+        .filter(|r| Some(r.phase.as_str()) == main)
+        .cloned()
+        .collect();
+    let op = if main.is_some() {
+        "rows inserted"
+    } else {
+        "queries"
+    };
+    let basis = if main_rows.is_empty() {
+        &run.rows
+    } else {
+        &main_rows
+    };
     let mut s = Summary::from_rows("insert", d.name(), config, op, basis);
     s.size_bytes = run.rows.iter().rev().find_map(|r| r.size_bytes);
     s.rss_bytes = run.rows.last().map_or(0, |r| r.rss_bytes);
@@ -248,21 +331,38 @@ fn finish(o: &InsertOptions, d: &dyn Driver, run: Run<'_>, steps: Vec<StepSummar
         s.ips_99 = Some(m.ips_99);
     }
     s.steps = steps;
-    let out_dir = o.common.out.clone().unwrap_or_else(|| default_out("insert"));
+    let out_dir = o
+        .common
+        .out
+        .clone()
+        .unwrap_or_else(|| default_out("insert"));
     write_results(&out_dir, &s, &run.rows)?;
     let con = &run.con;
     con.result("step  rows  seconds  ips.av  ips.99");
     for st in &s.steps {
-        con.result(&format!("{} {} {:.1} {:.0} {:.0}", st.step, st.rows, st.seconds, st.ips_av, st.ips_99));
+        con.result(&format!(
+            "{} {} {:.1} {:.0} {:.0}",
+            st.step, st.rows, st.seconds, st.ips_av, st.ips_99
+        ));
     }
     let cols = crate::report::summary::seed002_columns(&s);
     con.result(&cols.iter().map(|c| c.0).collect::<Vec<_>>().join(" "));
-    con.result(&cols.iter().map(|c| c.1.clone()).collect::<Vec<_>>().join(" "));
+    con.result(
+        &cols
+            .iter()
+            .map(|c| c.1.clone())
+            .collect::<Vec<_>>()
+            .join(" "),
+    );
     con.result(&format!(
         "stability ({op}/s): mean {:.1}, p1 {:.1}, min {:.1}, cv {:.3}, seconds below half mean {}, zero seconds {}, longest zero run {}",
         s.throughput_mean, s.throughput_p1, s.throughput_min, s.throughput_cv, s.seconds_below_half_mean, s.zero_seconds, s.longest_zero_run
     ));
     con.result(&format!("results in {}", out_dir.display()));
     con.json(&serde_json::to_string_pretty(&s).unwrap_or_default());
-    Ok(RunOutput { summary: s, rows: run.rows, out_dir })
+    Ok(RunOutput {
+        summary: s,
+        rows: run.rows,
+        out_dir,
+    })
 }

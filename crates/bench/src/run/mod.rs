@@ -49,15 +49,22 @@ impl DataDir {
     pub fn new(dir: Option<&Path>) -> BenchResult<DataDir> {
         match dir {
             Some(d) => {
-                std::fs::create_dir_all(d).map_err(|e| BenchError::io(format!("create {}", d.display()), e))?;
-                Ok(DataDir { path: d.to_path_buf(), _temp: None })
+                std::fs::create_dir_all(d)
+                    .map_err(|e| BenchError::io(format!("create {}", d.display()), e))?;
+                Ok(DataDir {
+                    path: d.to_path_buf(),
+                    _temp: None,
+                })
             }
             None => {
                 let t = tempfile::Builder::new()
                     .prefix("evenkeel-bench-")
                     .tempdir()
                     .map_err(|e| BenchError::io("create a temporary data directory", e))?;
-                Ok(DataDir { path: t.path().to_path_buf(), _temp: Some(t) })
+                Ok(DataDir {
+                    path: t.path().to_path_buf(),
+                    _temp: Some(t),
+                })
             }
         }
     }
@@ -89,8 +96,15 @@ pub fn wait_second(start: Instant, n: u64, done: &dyn Fn() -> bool) -> bool {
 }
 
 /// The configuration shown in reports and hashed: workload parameters then engine settings.
-pub fn config_map(workload: &[(&str, String)], engine: Vec<(String, String)>, spec: &EngineSpec) -> BTreeMap<String, String> {
-    let mut m: BTreeMap<String, String> = workload.iter().map(|(k, v)| (format!("bench.{k}"), v.clone())).collect();
+pub fn config_map(
+    workload: &[(&str, String)],
+    engine: Vec<(String, String)>,
+    spec: &EngineSpec,
+) -> BTreeMap<String, String> {
+    let mut m: BTreeMap<String, String> = workload
+        .iter()
+        .map(|(k, v)| (format!("bench.{k}"), v.clone()))
+        .collect();
     if let Some(c) = &spec.config {
         m.insert("bench.config_file".into(), c.display().to_string());
     }

@@ -26,19 +26,29 @@ pub struct SweepOutput {
 }
 
 fn parse_num<T: std::str::FromStr>(name: &str, v: &str) -> BenchResult<T> {
-    v.parse().map_err(|_| BenchError::Usage(format!("--vary {name}: {v:?} is not a number")))
+    v.parse()
+        .map_err(|_| BenchError::Usage(format!("--vary {name}: {v:?} is not a number")))
 }
 
 impl Varied {
     pub fn parse(s: &str) -> BenchResult<Varied> {
-        let (name, vals) = s
-            .split_once('=')
-            .ok_or_else(|| BenchError::Usage(format!("--vary expects name=v1,v2,..., got {s:?}")))?;
-        let values: Vec<String> = vals.split(',').map(|v| v.trim().to_string()).filter(|v| !v.is_empty()).collect();
+        let (name, vals) = s.split_once('=').ok_or_else(|| {
+            BenchError::Usage(format!("--vary expects name=v1,v2,..., got {s:?}"))
+        })?;
+        let values: Vec<String> = vals
+            .split(',')
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+            .collect();
         if name.trim().is_empty() || values.is_empty() {
-            return Err(BenchError::Usage(format!("--vary expects name=v1,v2,..., got {s:?}")));
+            return Err(BenchError::Usage(format!(
+                "--vary expects name=v1,v2,..., got {s:?}"
+            )));
         }
-        Ok(Varied { name: name.trim().to_string(), values })
+        Ok(Varied {
+            name: name.trim().to_string(),
+            values,
+        })
     }
 
     fn label(&self, value: &str) -> String {
@@ -84,25 +94,38 @@ pub fn run_sweep_with(
     base: &CommonOptions,
     mut one: impl FnMut(&str, PathBuf, Option<PathBuf>) -> BenchResult<RunOutput>,
 ) -> BenchResult<SweepOutput> {
-    let out_dir = base
-        .out
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("evenkeel-results").join(format!("sweep-{workload}-{}", utc_stamp(now_unix_s()))));
-    std::fs::create_dir_all(&out_dir).map_err(|e| BenchError::io(format!("create {}", out_dir.display()), e))?;
+    let out_dir = base.out.clone().unwrap_or_else(|| {
+        PathBuf::from("evenkeel-results")
+            .join(format!("sweep-{workload}-{}", utc_stamp(now_unix_s())))
+    });
+    std::fs::create_dir_all(&out_dir)
+        .map_err(|e| BenchError::io(format!("create {}", out_dir.display()), e))?;
     let mut runs = Vec::new();
     for value in &v.values {
         let label = v.label(value);
-        runs.push(one(value, out_dir.join(&label), base.dir.as_ref().map(|p| p.join(&label)))?);
+        runs.push(one(
+            value,
+            out_dir.join(&label),
+            base.dir.as_ref().map(|p| p.join(&label)),
+        )?);
     }
     let sweep: Vec<SweepRun> = runs
         .iter()
         .zip(&v.values)
-        .map(|(r, value)| SweepRun { label: v.label(value), summary: r.summary.clone(), rows: r.rows.clone() })
+        .map(|(r, value)| SweepRun {
+            label: v.label(value),
+            summary: r.summary.clone(),
+            rows: r.rows.clone(),
+        })
         .collect();
-    write(&out_dir.join("sweep.html"), &render(workload, &v.name, &sweep))?;
+    write(
+        &out_dir.join("sweep.html"),
+        &render(workload, &v.name, &sweep),
+    )?;
     write(&out_dir.join("sweep.txt"), &text_table(&sweep))?;
     let summaries: Vec<_> = runs.iter().map(|r| &r.summary).collect();
-    let json = serde_json::to_string_pretty(&summaries).map_err(|e| BenchError::Data(e.to_string()))?;
+    let json =
+        serde_json::to_string_pretty(&summaries).map_err(|e| BenchError::Data(e.to_string()))?;
     write(&out_dir.join("sweep.json"), &json)?;
     if !base.quiet && !base.json {
         print!("{}", text_table(&sweep));

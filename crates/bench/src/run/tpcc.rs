@@ -11,7 +11,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::console::Console;
 use super::engine::{is_persistent, open_driver};
-use super::{config_map, require_positive, sleep_until_second, CommonOptions, DataDir, EngineSpec, RunOutput};
+use super::{
+    config_map, require_positive, sleep_until_second, CommonOptions, DataDir, EngineSpec, RunOutput,
+};
 use crate::driver::Driver;
 use crate::error::{BenchError, BenchResult};
 use crate::recorder::Recorder;
@@ -63,14 +65,17 @@ impl TpccOptions {
 fn save_acked(dir: &Path, acked: &AckedFile) -> BenchResult<()> {
     let tmp = dir.join(format!("{ACKED_FILE}.tmp"));
     let json = serde_json::to_vec(acked).map_err(|e| BenchError::Data(e.to_string()))?;
-    std::fs::write(&tmp, json).map_err(|e| BenchError::io(format!("write {}", tmp.display()), e))?;
+    std::fs::write(&tmp, json)
+        .map_err(|e| BenchError::io(format!("write {}", tmp.display()), e))?;
     std::fs::rename(&tmp, dir.join(ACKED_FILE)).map_err(|e| BenchError::io("rename acked file", e))
 }
 
 fn read_acked(dir: &Path) -> BenchResult<Option<AckedFile>> {
     let p = dir.join(ACKED_FILE);
     match std::fs::read(&p) {
-        Ok(b) => serde_json::from_slice(&b).map(Some).map_err(|e| BenchError::Data(format!("{}: {e}", p.display()))),
+        Ok(b) => serde_json::from_slice(&b)
+            .map(Some)
+            .map_err(|e| BenchError::Data(format!("{}: {e}", p.display()))),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(BenchError::io(format!("read {}", p.display()), e)),
     }
@@ -80,16 +85,24 @@ fn read_acked(dir: &Path) -> BenchResult<Option<AckedFile>> {
 fn ensure_loaded(d: &dyn Driver, o: &TpccOptions, con: &mut Console) -> BenchResult<Meta> {
     if let Some(m) = Meta::read(d)? {
         if m.scale.warehouses != o.warehouses {
-            con.line(&format!("note: the directory holds {} warehouses; running on those", m.scale.warehouses));
+            con.line(&format!(
+                "note: the directory holds {} warehouses; running on those",
+                m.scale.warehouses
+            ));
         }
         return Ok(m);
     }
     let scale = o.scale();
-    con.line(&format!("loading {} warehouses ({} items, {} customers per district)", scale.warehouses, scale.items, scale.customers));
+    con.line(&format!(
+        "loading {} warehouses ({} items, {} customers per district)",
+        scale.warehouses, scale.items, scale.customers
+    ));
     con.start_bar(u64::from(scale.warehouses), "load");
     let meta = {
         let c = &*con;
-        load(d, scale, o.connections, o.common.seed, &|n| c.set_position(u64::from(n)))?
+        load(d, scale, o.connections, o.common.seed, &|n| {
+            c.set_position(u64::from(n))
+        })?
     };
     con.finish_bar();
     con.line(&format!("loaded in {:.1} s", meta.load_seconds));
@@ -100,11 +113,23 @@ fn ensure_loaded(d: &dyn Driver, o: &TpccOptions, con: &mut Console) -> BenchRes
 pub fn interval_line(t_s: u64, r: &Recorder) -> String {
     let k = |kind: TxnKind| &r.kinds[kind.index()];
     let no = k(TxnKind::NewOrder);
-    let rest: Vec<String> = [TxnKind::Payment, TxnKind::OrderStatus, TxnKind::Delivery, TxnKind::StockLevel]
-        .iter()
-        .map(|&t| format!("{}|{:.3}", k(t).ok, k(t).max_ms()))
-        .collect();
-    format!("{t_s:4}, trx: {}, 95%: {:.3}, 99%: {:.3}, max_rt: {:.3}, {}", no.ok, no.ms(0.95), no.ms(0.99), no.max_ms(), rest.join(", "))
+    let rest: Vec<String> = [
+        TxnKind::Payment,
+        TxnKind::OrderStatus,
+        TxnKind::Delivery,
+        TxnKind::StockLevel,
+    ]
+    .iter()
+    .map(|&t| format!("{}|{:.3}", k(t).ok, k(t).max_ms()))
+    .collect();
+    format!(
+        "{t_s:4}, trx: {}, 95%: {:.3}, 99%: {:.3}, max_rt: {:.3}, {}",
+        no.ok,
+        no.ms(0.95),
+        no.ms(0.99),
+        no.max_ms(),
+        rest.join(", ")
+    )
 }
 
 /// Run TPC-C as configured.
@@ -119,9 +144,22 @@ pub fn run_tpcc(o: &TpccOptions) -> BenchResult<RunOutput> {
     meta.fresh = false;
     meta.write(d)?;
     let t = Tables::open(d, false)?;
-    let shared = Shared::new(d, t, InputGen { scale: meta.scale, c: meta.nurand }, o.mix)?;
+    let shared = Shared::new(
+        d,
+        t,
+        InputGen {
+            scale: meta.scale,
+            c: meta.nurand,
+        },
+        o.mix,
+    )?;
     let names = TxnKind::ALL.iter().map(|k| k.label()).collect();
-    let clients = Clients::new(names, TxnKind::NewOrder.index(), o.connections, if o.warmup_s > 0 { "warmup" } else { "run" });
+    let clients = Clients::new(
+        names,
+        TxnKind::NewOrder.index(),
+        o.connections,
+        if o.warmup_s > 0 { "warmup" } else { "run" },
+    );
     let persistent = is_persistent(&o.common.engine.engine);
     let data_dir = persistent.then(|| dd.path.clone());
     let failed = AtomicBool::new(false);
@@ -197,7 +235,14 @@ fn sample_loop(
     Ok((rows, total))
 }
 
-fn finish(o: &TpccOptions, d: &dyn Driver, rows: Vec<SampleRow>, total: &Recorder, load_seconds: f64, con: &Console) -> BenchResult<RunOutput> {
+fn finish(
+    o: &TpccOptions,
+    d: &dyn Driver,
+    rows: Vec<SampleRow>,
+    total: &Recorder,
+    load_seconds: f64,
+    con: &Console,
+) -> BenchResult<RunOutput> {
     let params = [
         ("workload", "tpcc".to_string()),
         ("warehouses", o.warehouses.to_string()),
@@ -216,7 +261,10 @@ fn finish(o: &TpccOptions, d: &dyn Driver, rows: Vec<SampleRow>, total: &Recorde
     let all: u64 = total.kinds.iter().map(|k| k.ok).sum();
     s.tpmc = Some(no.ok as f64 / minutes);
     s.tpm_total = Some(all as f64 / minutes);
-    s.transactions = TxnKind::ALL.iter().map(|k| total.kinds[k.index()].summary(k.label())).collect();
+    s.transactions = TxnKind::ALL
+        .iter()
+        .map(|k| total.kinds[k.index()].summary(k.label()))
+        .collect();
     s.load_seconds = Some(load_seconds);
     let out_dir = o.common.out.clone().unwrap_or_else(|| default_out("tpcc"));
     write_results(&out_dir, &s, &rows)?;
@@ -230,17 +278,29 @@ fn finish(o: &TpccOptions, d: &dyn Driver, rows: Vec<SampleRow>, total: &Recorde
         "stability (New-Order/s): mean {:.1}, p1 {:.1}, min {:.1}, cv {:.3}, seconds below half mean {}, zero seconds {}, longest zero run {}",
         s.throughput_mean, s.throughput_p1, s.throughput_min, s.throughput_cv, s.seconds_below_half_mean, s.zero_seconds, s.longest_zero_run
     ));
-    con.result(&format!("<TpmC>\n{:>24.3} TpmC\ntpmC: {:.1}, tpmTotal: {:.1}", s.tpmc.unwrap_or(0.0), s.tpmc.unwrap_or(0.0), s.tpm_total.unwrap_or(0.0)));
+    con.result(&format!(
+        "<TpmC>\n{:>24.3} TpmC\ntpmC: {:.1}, tpmTotal: {:.1}",
+        s.tpmc.unwrap_or(0.0),
+        s.tpmc.unwrap_or(0.0),
+        s.tpm_total.unwrap_or(0.0)
+    ));
     con.result(&format!("results in {}", out_dir.display()));
     con.json(&serde_json::to_string_pretty(&s).unwrap_or_default());
-    Ok(RunOutput { summary: s, rows, out_dir })
+    Ok(RunOutput {
+        summary: s,
+        rows,
+        out_dir,
+    })
 }
 
 /// `evenkeel check DIR --tpcc`: run the consistency conditions on the data in `dir`, including
 /// the acknowledged-order proof when `tpcc-acked.json` is there.
 pub fn tpcc_check_dir(dir: &Path, engine: &EngineSpec) -> BenchResult<CheckReport> {
     if !dir.is_dir() {
-        return Err(BenchError::Usage(format!("{}: no such directory", dir.display())));
+        return Err(BenchError::Usage(format!(
+            "{}: no such directory",
+            dir.display()
+        )));
     }
     let driver = open_driver(engine, dir)?;
     let acked = read_acked(dir)?;

@@ -212,12 +212,22 @@ impl Sampler {
             rss_bytes: p.rss_bytes,
             io_read_bytes: p.read_bytes.saturating_sub(self.proc_before.read_bytes),
             io_write_bytes: p.write_bytes.saturating_sub(self.proc_before.write_bytes),
-            dev_reads: disk.map(|d| d.reads.saturating_sub(self.disk_before.map_or(0, |b| b.reads))),
-            dev_writes: disk.map(|d| d.writes.saturating_sub(self.disk_before.map_or(0, |b| b.writes))),
-            dev_read_bytes: disk
-                .map(|d| d.read_bytes.saturating_sub(self.disk_before.map_or(0, |b| b.read_bytes))),
-            dev_write_bytes: disk
-                .map(|d| d.write_bytes.saturating_sub(self.disk_before.map_or(0, |b| b.write_bytes))),
+            dev_reads: disk.map(|d| {
+                d.reads
+                    .saturating_sub(self.disk_before.map_or(0, |b| b.reads))
+            }),
+            dev_writes: disk.map(|d| {
+                d.writes
+                    .saturating_sub(self.disk_before.map_or(0, |b| b.writes))
+            }),
+            dev_read_bytes: disk.map(|d| {
+                d.read_bytes
+                    .saturating_sub(self.disk_before.map_or(0, |b| b.read_bytes))
+            }),
+            dev_write_bytes: disk.map(|d| {
+                d.write_bytes
+                    .saturating_sub(self.disk_before.map_or(0, |b| b.write_bytes))
+            }),
             size_bytes: self.data_dir.as_deref().map(dir_size),
         };
         self.engine = e;

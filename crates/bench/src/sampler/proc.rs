@@ -66,7 +66,9 @@ pub fn parse_diskstats(text: &str, pick: &dyn Fn(u64, u64, &str) -> bool) -> Opt
         if f.len() < 10 {
             continue;
         }
-        let (Ok(major), Ok(minor)) = (f[0].parse::<u64>(), f[1].parse::<u64>()) else { continue };
+        let (Ok(major), Ok(minor)) = (f[0].parse::<u64>(), f[1].parse::<u64>()) else {
+            continue;
+        };
         if !pick(major, minor, f[2]) {
             continue;
         }
@@ -118,10 +120,16 @@ impl ProcReader {
 
 /// Block devices that are whole physical disks (not loop, ram, zram or device-mapper).
 fn whole_disks() -> Vec<String> {
-    let Ok(dir) = std::fs::read_dir("/sys/block") else { return Vec::new() };
+    let Ok(dir) = std::fs::read_dir("/sys/block") else {
+        return Vec::new();
+    };
     dir.filter_map(|e| e.ok())
         .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| !["loop", "ram", "zram", "dm-", "sr"].iter().any(|p| n.starts_with(p)))
+        .filter(|n| {
+            !["loop", "ram", "zram", "dm-", "sr"]
+                .iter()
+                .any(|p| n.starts_with(p))
+        })
         .collect()
 }
 
@@ -136,7 +144,9 @@ fn device_of(p: &Path) -> Option<(u64, u64)> {
 
 /// Total size of the files under `p` (0 if it cannot be read).
 pub fn dir_size(p: &Path) -> u64 {
-    let Ok(rd) = std::fs::read_dir(p) else { return 0 };
+    let Ok(rd) = std::fs::read_dir(p) else {
+        return 0;
+    };
     rd.filter_map(|e| e.ok())
         .map(|e| match e.metadata() {
             Ok(m) if m.is_dir() => dir_size(&e.path()),
@@ -152,14 +162,26 @@ mod tests {
 
     #[test]
     fn parses_proc_files() {
-        let stat = "1234 (my prog) S 1 1234 1234 0 -1 4194560 500 0 0 0 250 50 0 0 20 0 4 0 100 1000 200";
+        let stat =
+            "1234 (my prog) S 1 1234 1234 0 -1 4194560 500 0 0 0 250 50 0 0 20 0 4 0 100 1000 200";
         assert_eq!(parse_stat_cpu_s(stat), Some(3.0));
-        assert_eq!(parse_status_rss("Name:\tx\nVmRSS:\t  2048 kB\n"), Some(2 * 1024 * 1024));
+        assert_eq!(
+            parse_status_rss("Name:\tx\nVmRSS:\t  2048 kB\n"),
+            Some(2 * 1024 * 1024)
+        );
         let io = "rchar: 1\nwchar: 2\nsyscr: 3\nsyscw: 4\nread_bytes: 4096\nwrite_bytes: 8192\ncancelled_write_bytes: 0\n";
         assert_eq!(parse_io(io), Some((4096, 8192)));
         let ds = "   8       0 sda 100 0 800 0 50 0 400 0 0 0 0\n   8       1 sda1 90 0 700 0 40 0 300 0 0 0 0\n";
         let c = parse_diskstats(ds, &|_, _, n| n == "sda").expect("sda");
-        assert_eq!(c, DiskCounters { reads: 100, read_bytes: 800 * 512, writes: 50, write_bytes: 400 * 512 });
+        assert_eq!(
+            c,
+            DiskCounters {
+                reads: 100,
+                read_bytes: 800 * 512,
+                writes: 50,
+                write_bytes: 400 * 512
+            }
+        );
         assert!(parse_diskstats(ds, &|_, _, n| n == "nvme0n1").is_none());
         assert!(parse_stat_cpu_s("garbage").is_none());
     }

@@ -16,9 +16,15 @@ pub fn read<R: RowCodec>(
     key: &[u8],
     lock: bool,
 ) -> DriverResult<Option<R>> {
-    let v = if lock { txn.get_for_update(t, key)? } else { txn.get(t, key)? };
-    v.map(|b| R::decode(&b).map_err(|e| DriverError::fatal(format!("table {t} key {key:02x?}: {e}"))))
-        .transpose()
+    let v = if lock {
+        txn.get_for_update(t, key)?
+    } else {
+        txn.get(t, key)?
+    };
+    v.map(|b| {
+        R::decode(&b).map_err(|e| DriverError::fatal(format!("table {t} key {key:02x?}: {e}")))
+    })
+    .transpose()
 }
 
 /// Read a row that must exist.
@@ -32,7 +38,12 @@ pub fn read_must<R: RowCodec>(
     read(txn, t, key, lock)?.ok_or_else(|| DriverError::fatal(format!("{what} missing")))
 }
 
-pub fn write<R: RowCodec>(txn: &mut dyn DriverTxn, t: TableId, key: &[u8], row: &R) -> DriverResult<()> {
+pub fn write<R: RowCodec>(
+    txn: &mut dyn DriverTxn,
+    t: TableId,
+    key: &[u8],
+    row: &R,
+) -> DriverResult<()> {
     txn.put(t, key, &row.encode())
 }
 
@@ -54,7 +65,7 @@ pub fn customer_id(
                     "no customer named {last} in warehouse {w} district {d}"
                 )));
             }
-            let pick = &rows[(rows.len() + 1) / 2 - 1].0;
+            let pick = &rows[rows.len().div_ceil(2) - 1].0;
             customer_id_from_index_key(pick)
         }
     }
@@ -67,7 +78,9 @@ fn customer_id_from_index_key(k: &[u8]) -> DriverResult<u32> {
         .checked_sub(4)
         .and_then(|at| k.get(at..))
         .ok_or_else(|| DriverError::fatal(format!("short customer index key {k:02x?}")))?;
-    KeyReader::new(tail).u32().map_err(|e| DriverError::fatal(e.to_string()))
+    KeyReader::new(tail)
+        .u32()
+        .map_err(|e| DriverError::fatal(e.to_string()))
 }
 
 /// Read a customer row by id.
@@ -79,5 +92,11 @@ pub fn customer(
     c: u32,
     lock: bool,
 ) -> DriverResult<Customer> {
-    read_must(txn, t, &customer_key(w, d, c), lock, &format!("customer {w}/{d}/{c}"))
+    read_must(
+        txn,
+        t,
+        &customer_key(w, d, c),
+        lock,
+        &format!("customer {w}/{d}/{c}"),
+    )
 }

@@ -42,14 +42,18 @@ pub struct AckedFile {
 impl AckedOrders {
     pub fn new(warehouses: u32) -> Self {
         let n = warehouses as usize * usize::from(DISTRICTS);
-        AckedOrders { warehouses, ids: (0..n).map(|_| AtomicU32::new(0)).collect() }
+        AckedOrders {
+            warehouses,
+            ids: (0..n).map(|_| AtomicU32::new(0)).collect(),
+        }
     }
 
     fn slot(&self, w: u32, d: u8) -> Option<&AtomicU32> {
         if w == 0 || w > self.warehouses || d == 0 || d > DISTRICTS {
             return None;
         }
-        self.ids.get((w as usize - 1) * usize::from(DISTRICTS) + usize::from(d) - 1)
+        self.ids
+            .get((w as usize - 1) * usize::from(DISTRICTS) + usize::from(d) - 1)
     }
 
     pub fn ack(&self, w: u32, d: u8, o_id: u32) {
@@ -88,7 +92,12 @@ pub struct Shared<'a> {
 }
 
 impl<'a> Shared<'a> {
-    pub fn new(driver: &'a dyn Driver, tables: Tables, gen: InputGen, mix: Mix) -> DriverResult<Self> {
+    pub fn new(
+        driver: &'a dyn Driver,
+        tables: Tables,
+        gen: InputGen,
+        mix: Mix,
+    ) -> DriverResult<Self> {
         let next_history = next_history_id(driver, &tables)?;
         let acked = AckedOrders::new(gen.scale.warehouses);
         Ok(Shared {
@@ -110,7 +119,13 @@ impl<'a> Shared<'a> {
 /// One past the highest hidden HISTORY row id.
 fn next_history_id(d: &dyn Driver, t: &Tables) -> DriverResult<u64> {
     let mut txn = d.begin()?;
-    let last = txn.scan(t.history, std::ops::Bound::Unbounded, std::ops::Bound::Unbounded, true, 1)?;
+    let last = txn.scan(
+        t.history,
+        std::ops::Bound::Unbounded,
+        std::ops::Bound::Unbounded,
+        true,
+        1,
+    )?;
     txn.commit()?;
     match last.first() {
         None => Ok(1),
@@ -122,11 +137,18 @@ fn next_history_id(d: &dyn Driver, t: &Tables) -> DriverResult<u64> {
 }
 
 fn now_s() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
 }
 
 /// The client loop; returns when `shared.stop` is set or on a fatal error.
-pub fn run_client(shared: &Shared<'_>, rec: &Mutex<Recorder>, seed: u64, id: u64) -> DriverResult<()> {
+pub fn run_client(
+    shared: &Shared<'_>,
+    rec: &Mutex<Recorder>,
+    seed: u64,
+    id: u64,
+) -> DriverResult<()> {
     let mut rng = rng_for(seed, 1000 + id);
     let mut deck = Deck::new(shared.mix);
     while !shared.stop.load(Ordering::Relaxed) {
@@ -198,7 +220,12 @@ enum Input {
     StockLevel(super::input::StockLevelInput),
 }
 
-fn execute(shared: &Shared<'_>, t: &Tables, input: &Input, txn: &mut dyn DriverTxn) -> DriverResult<Ending> {
+fn execute(
+    shared: &Shared<'_>,
+    t: &Tables,
+    input: &Input,
+    txn: &mut dyn DriverTxn,
+) -> DriverResult<Ending> {
     let now = now_s();
     Ok(match input {
         Input::NewOrder(i) => match new_order(txn, t, i, now)? {

@@ -14,13 +14,20 @@ use crate::codec::{Key, KeyReader, RowCodec};
 use crate::driver::{scan_prefix, DriverError, DriverResult, DriverTxn};
 
 /// Returns how many districts had an order to deliver.
-pub fn delivery(txn: &mut dyn DriverTxn, t: &Tables, inp: &DeliveryInput, now: i64) -> DriverResult<u32> {
+pub fn delivery(
+    txn: &mut dyn DriverTxn,
+    t: &Tables,
+    inp: &DeliveryInput,
+    now: i64,
+) -> DriverResult<u32> {
     let w = inp.w;
     let mut delivered = 0;
     for d in 1..=DISTRICTS {
         let prefix = Key::new().u32(w).u8(d).build();
         let oldest = scan_prefix(txn, t.new_orders, &prefix, false, 1)?;
-        let Some((nokey, _)) = oldest.into_iter().next() else { continue };
+        let Some((nokey, _)) = oldest.into_iter().next() else {
+            continue;
+        };
         if txn.get_for_update(t.new_orders, &nokey)?.is_none() {
             continue;
         }

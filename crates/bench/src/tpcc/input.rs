@@ -85,7 +85,7 @@ impl Deck {
     pub fn new(mix: Mix) -> Deck {
         let mut cards = Vec::new();
         for (kind, n) in TxnKind::ALL.iter().zip(mix.weights()) {
-            cards.extend(std::iter::repeat(*kind).take(n as usize));
+            cards.extend(std::iter::repeat_n(*kind, n as usize));
         }
         let next = cards.len();
         Deck { cards, next }
@@ -197,7 +197,10 @@ impl InputGen {
     }
 
     fn home(&self, rng: &mut impl Rng) -> (u32, u8) {
-        (rng.gen_range(1..=self.scale.warehouses), rng.gen_range(1..=DISTRICTS))
+        (
+            rng.gen_range(1..=self.scale.warehouses),
+            rng.gen_range(1..=DISTRICTS),
+        )
     }
 
     pub fn new_order(&self, rng: &mut impl Rng) -> NewOrderInput {
@@ -212,9 +215,16 @@ impl InputGen {
                 } else {
                     nurand(rng, 8191, self.c.ol_i_id, 1, self.scale.items)
                 };
-                let supply_w =
-                    if rng.gen_range(1..=100) == 1 { self.other_warehouse(rng, w) } else { w };
-                LineInput { i_id, supply_w, quantity: rng.gen_range(1..=10) }
+                let supply_w = if rng.gen_range(1..=100) == 1 {
+                    self.other_warehouse(rng, w)
+                } else {
+                    w
+                };
+                LineInput {
+                    i_id,
+                    supply_w,
+                    quantity: rng.gen_range(1..=10),
+                }
             })
             .collect();
         NewOrderInput { w, d, c, lines }
@@ -228,20 +238,38 @@ impl InputGen {
             (w, d)
         };
         let customer = self.customer(rng);
-        PaymentInput { w, d, c_w, c_d, customer, amount_cents: rng.gen_range(100..=500_000) }
+        PaymentInput {
+            w,
+            d,
+            c_w,
+            c_d,
+            customer,
+            amount_cents: rng.gen_range(100..=500_000),
+        }
     }
 
     pub fn order_status(&self, rng: &mut impl Rng) -> OrderStatusInput {
         let (w, d) = self.home(rng);
-        OrderStatusInput { w, d, customer: self.customer(rng) }
+        OrderStatusInput {
+            w,
+            d,
+            customer: self.customer(rng),
+        }
     }
 
     pub fn delivery(&self, rng: &mut impl Rng) -> DeliveryInput {
-        DeliveryInput { w: rng.gen_range(1..=self.scale.warehouses), carrier: rng.gen_range(1..=10) }
+        DeliveryInput {
+            w: rng.gen_range(1..=self.scale.warehouses),
+            carrier: rng.gen_range(1..=10),
+        }
     }
 
     pub fn stock_level(&self, rng: &mut impl Rng) -> StockLevelInput {
         let (w, d) = self.home(rng);
-        StockLevelInput { w, d, threshold: rng.gen_range(10..=20) }
+        StockLevelInput {
+            w,
+            d,
+            threshold: rng.gen_range(10..=20),
+        }
     }
 }

@@ -13,7 +13,9 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use rand::seq::SliceRandom;
 use rand::Rng;
 
-use super::random::{astring, data_with_original, last_name, nstring, nurand, rng_for, zip, NuRandC};
+use super::random::{
+    astring, data_with_original, last_name, nstring, nurand, rng_for, zip, NuRandC,
+};
 use super::scale::{Meta, Scale, DISTRICTS};
 use super::schema::*;
 use crate::codec::RowCodec;
@@ -60,7 +62,9 @@ impl<'a> Batch<'a> {
 }
 
 fn now_s() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
 }
 
 /// Load a fresh database of `scale` with `threads` loader threads; returns the stored meta.
@@ -100,7 +104,12 @@ pub fn load(
         }
         Ok(())
     })?;
-    let meta = Meta { scale, nurand, fresh: true, load_seconds: started.elapsed().as_secs_f64() };
+    let meta = Meta {
+        scale,
+        nurand,
+        fresh: true,
+        load_seconds: started.elapsed().as_secs_f64(),
+    };
     meta.write(d)?;
     Ok(meta)
 }
@@ -271,7 +280,11 @@ fn load_orders(
                 ol_supply_w_id: w,
                 ol_delivery_d: if delivered { now } else { 0 },
                 ol_quantity: 5,
-                ol_amount: if delivered { 0 } else { rng.gen_range(1..=999_999) },
+                ol_amount: if delivered {
+                    0
+                } else {
+                    rng.gen_range(1..=999_999)
+                },
                 ol_dist_info: astring(rng, 24, 24),
             };
             b.put(t.order_line, &order_line_key(w, dn, o, n), &line.encode())?;

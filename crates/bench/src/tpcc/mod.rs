@@ -3,6 +3,8 @@
 //! the clause 3.3.2 consistency check.
 
 pub mod access;
+pub mod check;
+pub mod client;
 pub mod delivery;
 pub mod input;
 pub mod load;
@@ -13,5 +15,3 @@ pub mod random;
 pub mod scale;
 pub mod schema;
 pub mod stock_level;
-pub mod check;
-pub mod client;

@@ -42,7 +42,11 @@ pub fn new_order(
         o_all_local: u8::from(inp.all_local()),
     };
     write(txn, t.orders, &order_key(w, d, o_id), &ord)?;
-    txn.put(t.orders_idx_customer, &order_customer_key(w, d, inp.c, o_id), &[])?;
+    txn.put(
+        t.orders_idx_customer,
+        &order_customer_key(w, d, inp.c, o_id),
+        &[],
+    )?;
     txn.put(t.new_orders, &order_key(w, d, o_id), &[])?;
 
     let mut order: Vec<usize> = (0..inp.lines.len()).collect();
@@ -61,7 +65,11 @@ pub fn new_order(
         let skey = stock_key(line.supply_w, line.i_id);
         let mut s: Stock = read_must(txn, t.stock, &skey, true, "stock")?;
         let q = u32::from(line.quantity);
-        s.s_quantity = if s.s_quantity >= q + 10 { s.s_quantity - q } else { s.s_quantity + 91 - q };
+        s.s_quantity = if s.s_quantity >= q + 10 {
+            s.s_quantity - q
+        } else {
+            s.s_quantity + 91 - q
+        };
         s.s_ytd += q;
         s.s_order_cnt += 1;
         if line.supply_w != w {

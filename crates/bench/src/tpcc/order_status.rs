@@ -8,13 +8,19 @@ use super::schema::*;
 use crate::codec::{Key, KeyReader};
 use crate::driver::{scan_prefix, DriverError, DriverResult, DriverTxn};
 
-pub fn order_status(txn: &mut dyn DriverTxn, t: &Tables, inp: &OrderStatusInput) -> DriverResult<usize> {
+pub fn order_status(
+    txn: &mut dyn DriverTxn,
+    t: &Tables,
+    inp: &OrderStatusInput,
+) -> DriverResult<usize> {
     let (w, d) = (inp.w, inp.d);
     let c_id = customer_id(txn, t.customer_idx_name, w, d, &inp.customer)?;
     let _c = customer(txn, t.customer, w, d, c_id, false)?;
     let prefix = Key::new().u32(w).u8(d).u32(c_id).build();
     let last = scan_prefix(txn, t.orders_idx_customer, &prefix, true, 1)?;
-    let Some((k, _)) = last.first() else { return Ok(0) };
+    let Some((k, _)) = last.first() else {
+        return Ok(0);
+    };
     let o_id = k
         .get(prefix.len()..)
         .map(KeyReader::new)

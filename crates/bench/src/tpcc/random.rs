@@ -49,8 +49,9 @@ pub fn nurand(rng: &mut impl Rng, a: u32, c: u32, x: u32, y: u32) -> u32 {
     (((rng.gen_range(0..=a) | rng.gen_range(x..=y)) + c) % (y - x + 1)) + x
 }
 
-const SYLLABLES: [&str; 10] =
-    ["BAR", "OUGHT", "ABLE", "PRI", "PRES", "ESE", "ANTI", "CALLY", "ATION", "EING"];
+const SYLLABLES: [&str; 10] = [
+    "BAR", "OUGHT", "ABLE", "PRI", "PRES", "ESE", "ANTI", "CALLY", "ATION", "EING",
+];
 
 /// The customer last name for a number 0-999 (three syllables by its digits).
 pub fn last_name(n: u32) -> String {
@@ -67,13 +68,17 @@ const ALNUM: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01234
 /// A random alphanumeric string with length in `min..=max`.
 pub fn astring(rng: &mut impl Rng, min: usize, max: usize) -> String {
     let len = rng.gen_range(min..=max);
-    (0..len).map(|_| char::from(ALNUM[rng.gen_range(0..ALNUM.len())])).collect()
+    (0..len)
+        .map(|_| char::from(ALNUM[rng.gen_range(0..ALNUM.len())]))
+        .collect()
 }
 
 /// A random numeric string with length in `min..=max`.
 pub fn nstring(rng: &mut impl Rng, min: usize, max: usize) -> String {
     let len = rng.gen_range(min..=max);
-    (0..len).map(|_| char::from(b'0' + rng.gen_range(0..10u8))).collect()
+    (0..len)
+        .map(|_| char::from(b'0' + rng.gen_range(0..10u8)))
+        .collect()
 }
 
 /// A zip code: four random digits then "11111".

@@ -29,7 +29,11 @@ pub struct Scale {
 impl Scale {
     /// The spec's sizes for `w` warehouses.
     pub fn spec(w: u32) -> Scale {
-        Scale { warehouses: w, items: 100_000, customers: 3_000 }
+        Scale {
+            warehouses: w,
+            items: 100_000,
+            customers: 3_000,
+        }
     }
 
     /// Orders per district that are loaded already delivered (2,100 of 3,000).
@@ -50,7 +54,9 @@ impl Scale {
             )));
         }
         if self.items < 100 || self.customers < 10 {
-            return Err(BenchError::Usage("items must be >= 100 and customers >= 10".into()));
+            return Err(BenchError::Usage(
+                "items must be >= 100 and customers >= 10".into(),
+            ));
         }
         Ok(())
     }

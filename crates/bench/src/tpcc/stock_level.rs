@@ -11,13 +11,23 @@ use super::schema::*;
 use crate::codec::RowCodec;
 use crate::driver::{DriverError, DriverResult, DriverTxn};
 
-pub fn stock_level(txn: &mut dyn DriverTxn, t: &Tables, inp: &StockLevelInput) -> DriverResult<u32> {
+pub fn stock_level(
+    txn: &mut dyn DriverTxn,
+    t: &Tables,
+    inp: &StockLevelInput,
+) -> DriverResult<u32> {
     let (w, d) = (inp.w, inp.d);
     let dist: District = read_must(txn, t.district, &district_key(w, d), false, "district")?;
     let next = dist.d_next_o_id;
     let lo = order_key(w, d, next.saturating_sub(20));
     let hi = order_key(w, d, next);
-    let lines = txn.scan(t.order_line, Bound::Included(&lo), Bound::Excluded(&hi), false, 20 * 16)?;
+    let lines = txn.scan(
+        t.order_line,
+        Bound::Included(&lo),
+        Bound::Excluded(&hi),
+        false,
+        20 * 16,
+    )?;
     let mut items = BTreeSet::new();
     for (_, v) in lines {
         let ol = OrderLine::decode(&v).map_err(|e| DriverError::fatal(e.to_string()))?;

@@ -19,7 +19,9 @@ fn steps_keep_rows_and_indexes_in_step() {
     let stop = AtomicBool::new(false);
     let far = Instant::now() + Duration::from_secs(60);
     let mut rng = rng_for(1, 1);
-    let n = st.insert_step(&d, Step::LoadI0, 1050, far, &stop, &rec, &mut rng).expect("l.i0");
+    let n = st
+        .insert_step(&d, Step::LoadI0, 1050, far, &stop, &rec, &mut rng)
+        .expect("l.i0");
     assert_eq!(n, 1050);
     let names = table_names(0);
     assert_eq!(d.len(&names[0]), 1050);
@@ -31,9 +33,13 @@ fn steps_keep_rows_and_indexes_in_step() {
     for n in &names[1..] {
         assert_eq!(d.len(n), 1050, "{n}");
     }
-    let n = st.insert_step(&d, Step::InsertI1, 500, far, &stop, &rec, &mut rng).expect("l.i1");
+    let n = st
+        .insert_step(&d, Step::InsertI1, 500, far, &stop, &rec, &mut rng)
+        .expect("l.i1");
     assert_eq!(n, 500);
-    let n = st.insert_step(&d, Step::InsertI2, 52, far, &stop, &rec, &mut rng).expect("l.i2");
+    let n = st
+        .insert_step(&d, Step::InsertI2, 52, far, &stop, &rec, &mut rng)
+        .expect("l.i2");
     assert_eq!(n, 52);
     for n in &names {
         assert_eq!(d.len(n), 1050, "{n}: l.i1 and l.i2 keep the size constant");
@@ -56,13 +62,37 @@ fn insert_run_reports_steps() {
     let out = tempfile::tempdir().expect("tempdir");
     let o = out.path().to_string_lossy().to_string();
     let b = B::try_parse_from([
-        "b", "insert", "--engine", "model", "--clients", "2", "--rows", "2000", "--rows-i1", "500", "--rows-i2", "50",
-        "--query-seconds", "1", "--quiet", "--json", "--out", &o,
+        "b",
+        "insert",
+        "--engine",
+        "model",
+        "--clients",
+        "2",
+        "--rows",
+        "2000",
+        "--rows-i1",
+        "500",
+        "--rows-i2",
+        "50",
+        "--query-seconds",
+        "1",
+        "--quiet",
+        "--json",
+        "--out",
+        &o,
     ])
     .expect("parses");
     let r = evenkeel_bench::run_bench(&b.cmd).expect("run");
-    let steps: Vec<(&str, u64)> = r.summary.steps.iter().map(|s| (s.step.as_str(), s.rows)).collect();
-    assert_eq!(&steps[..4], &[("l.i0", 4000), ("l.x", 4000), ("l.i1", 1000), ("l.i2", 100)]);
+    let steps: Vec<(&str, u64)> = r
+        .summary
+        .steps
+        .iter()
+        .map(|s| (s.step.as_str(), s.rows))
+        .collect();
+    assert_eq!(
+        &steps[..4],
+        &[("l.i0", 4000), ("l.x", 4000), ("l.i1", 1000), ("l.i2", 100)]
+    );
     assert_eq!(steps[4].0, "qr");
     assert!(steps[4].1 > 0, "queries ran");
     assert!(r.summary.ips_av.is_some_and(|v| v > 0.0));

@@ -11,9 +11,17 @@ fn recorded() -> Vec<SampleRow> {
     (1..=60u64)
         .map(|t| SampleRow {
             t_s: t,
-            phase: if t <= 5 { "warmup".into() } else { "run".into() },
+            phase: if t <= 5 {
+                "warmup".into()
+            } else {
+                "run".into()
+            },
             excluded: t <= 5,
-            ops: if (30..33).contains(&t) { 0 } else { 100 + t % 7 },
+            ops: if (30..33).contains(&t) {
+                0
+            } else {
+                100 + t % 7
+            },
             ops_all: 230,
             retries: 0,
             failed: 0,
@@ -21,7 +29,13 @@ fn recorded() -> Vec<SampleRow> {
             lat_p95_ms: 3.0,
             lat_p99_ms: 5.0 + (t % 3) as f64,
             lat_max_ms: 9.0,
-            kinds: vec![KindInterval { name: "NEW_ORDER".into(), count: 100, p95_ms: 3.0, p99_ms: 5.0, max_ms: 9.0 }],
+            kinds: vec![KindInterval {
+                name: "NEW_ORDER".into(),
+                count: 100,
+                p95_ms: 3.0,
+                p99_ms: 5.0,
+                max_ms: 9.0,
+            }],
             checkpoint_age_bytes: Some(t * 1_000_000),
             checkpoint_age_pct: Some(t as f64),
             dirty_pct: Some(40.0 + (t % 10) as f64),
@@ -48,7 +62,10 @@ fn svgs(page: &str) -> Vec<&str> {
     let mut out = Vec::new();
     let mut rest = page;
     while let Some(at) = rest.find("<svg") {
-        let end = rest[at..].find("</svg>").map(|e| at + e + 6).expect("closed svg");
+        let end = rest[at..]
+            .find("</svg>")
+            .map(|e| at + e + 6)
+            .expect("closed svg");
         out.push(&rest[at..end]);
         rest = &rest[end..];
     }
@@ -70,7 +87,9 @@ fn report_renders_from_recorded_series_and_svg_parses() {
     for fetch in ["<script", "<link", "src=", "<img"] {
         assert!(!page.contains(fetch), "self-contained: no {fetch}");
     }
-    for col in ["ips.av", "ips.99", "wKB/i", "rKB/i", "r/i", "Mcpu/i", "size", "rss", "wMB/s", "cpu"] {
+    for col in [
+        "ips.av", "ips.99", "wKB/i", "rKB/i", "r/i", "Mcpu/i", "size", "rss", "wMB/s", "cpu",
+    ] {
         assert!(page.contains(&format!("<th>{col}</th>")), "column {col}");
     }
     let charts = svgs(&page);
@@ -80,9 +99,22 @@ fn report_renders_from_recorded_series_and_svg_parses() {
         let doc = roxmltree::Document::parse(svg).expect("svg is well-formed XML");
         let root = doc.root_element();
         assert_eq!(root.tag_name().name(), "svg");
-        titles.push(root.children().find(|n| n.has_tag_name("title")).and_then(|n| n.text()).unwrap_or("").to_string());
-        let lines: Vec<_> = root.descendants().filter(|n| n.has_tag_name("polyline")).collect();
-        assert!(!lines.is_empty(), "chart {} draws series", titles.last().map_or("", |t| t.as_str()));
+        titles.push(
+            root.children()
+                .find(|n| n.has_tag_name("title"))
+                .and_then(|n| n.text())
+                .unwrap_or("")
+                .to_string(),
+        );
+        let lines: Vec<_> = root
+            .descendants()
+            .filter(|n| n.has_tag_name("polyline"))
+            .collect();
+        assert!(
+            !lines.is_empty(),
+            "chart {} draws series",
+            titles.last().map_or("", |t| t.as_str())
+        );
         for l in lines {
             let pts = l.attribute("points").expect("points");
             let pairs: Vec<(f64, f64)> = pts
@@ -93,15 +125,26 @@ fn report_renders_from_recorded_series_and_svg_parses() {
                 })
                 .collect();
             assert!(pairs.len() >= 6, "{} points", pairs.len());
-            assert!(pairs.iter().all(|&(x, y)| (0.0..=860.0).contains(&x) && (0.0..=320.0).contains(&y)));
+            assert!(pairs
+                .iter()
+                .all(|&(x, y)| (0.0..=860.0).contains(&x) && (0.0..=320.0).contains(&y)));
             let stroke = l.attribute("stroke").expect("stroke");
-            assert!(evenkeel_bench::report::svg::PALETTE.contains(&stroke), "Okabe-Ito colour {stroke}");
+            assert!(
+                evenkeel_bench::report::svg::PALETTE.contains(&stroke),
+                "Okabe-Ito colour {stroke}"
+            );
         }
     }
-    assert!(titles.iter().any(|t| t.starts_with("Throughput per second")));
-    assert!(titles.iter().any(|t| t.starts_with("Throughput per 10 seconds")));
+    assert!(titles
+        .iter()
+        .any(|t| t.starts_with("Throughput per second")));
+    assert!(titles
+        .iter()
+        .any(|t| t.starts_with("Throughput per 10 seconds")));
     assert!(titles.iter().any(|t| t == "Checkpoint age and dirty pages"));
-    assert!(titles.iter().any(|t| t == "Pages flushed per second by source"));
+    assert!(titles
+        .iter()
+        .any(|t| t == "Pages flushed per second by source"));
     // Two y axes on the checkpoint chart: the dirty series is labelled as the right axis.
     assert!(page.contains("dirty % (right axis)"));
 }
@@ -110,17 +153,39 @@ fn report_renders_from_recorded_series_and_svg_parses() {
 fn results_dir_round_trips() {
     let dir = tempfile::tempdir().expect("tempdir");
     let rows = recorded();
-    let s = Summary::from_rows("insert", "model", Default::default(), "rows inserted", &rows);
+    let s = Summary::from_rows(
+        "insert",
+        "model",
+        Default::default(),
+        "rows inserted",
+        &rows,
+    );
     write_results(dir.path(), &s, &rows).expect("write");
     for f in ["summary.json", "timeseries.csv", "report.html"] {
         assert!(dir.path().join(f).is_file(), "{f}");
     }
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.path().join("summary.json")).expect("read")).expect("json");
+    let json: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("summary.json")).expect("read"),
+    )
+    .expect("json");
     for field in [
-        "workload", "engine", "config", "duration_s", "throughput_mean", "throughput_p1", "throughput_min",
-        "throughput_cv", "seconds_below_half_mean", "zero_seconds", "checkpoint_age_max_pct", "dirty_pct_mean",
-        "write_kb_per_op", "read_kb_per_op", "cpu_us_per_op", "size_bytes", "rss_bytes",
+        "workload",
+        "engine",
+        "config",
+        "duration_s",
+        "throughput_mean",
+        "throughput_p1",
+        "throughput_min",
+        "throughput_cv",
+        "seconds_below_half_mean",
+        "zero_seconds",
+        "checkpoint_age_max_pct",
+        "dirty_pct_mean",
+        "write_kb_per_op",
+        "read_kb_per_op",
+        "cpu_us_per_op",
+        "size_bytes",
+        "rss_bytes",
     ] {
         assert!(json.get(field).is_some(), "summary.json lacks {field}");
     }

@@ -16,11 +16,18 @@ use evenkeel_bench::tpcc::schema::Tables;
 use parking_lot::Mutex;
 
 fn small() -> Scale {
-    Scale { warehouses: 2, items: 1000, customers: 60 }
+    Scale {
+        warehouses: 2,
+        items: 1000,
+        customers: 60,
+    }
 }
 
 fn gen(scale: Scale) -> InputGen {
-    InputGen { scale, c: NuRandC::generate(&mut rng_for(5, 5)) }
+    InputGen {
+        scale,
+        c: NuRandC::generate(&mut rng_for(5, 5)),
+    }
 }
 
 #[test]
@@ -48,13 +55,22 @@ fn input_rules_hold_over_many_draws() {
     }
     let remote_pct = 100.0 * f64::from(remote) / f64::from(n);
     let name_pct = 100.0 * f64::from(by_name) / f64::from(n);
-    assert!((14.0..=16.0).contains(&remote_pct), "remote payments {remote_pct}%");
-    assert!((57.0..=63.0).contains(&name_pct), "by last name {name_pct}%");
+    assert!(
+        (14.0..=16.0).contains(&remote_pct),
+        "remote payments {remote_pct}%"
+    );
+    assert!(
+        (57.0..=63.0).contains(&name_pct),
+        "by last name {name_pct}%"
+    );
 }
 
 #[test]
 fn mix_proportions_follow_the_deck() {
-    for (mix, weights) in [(Mix::TpccMysql, [10, 10, 1, 1, 1]), (Mix::Spec, [45, 43, 4, 4, 4])] {
+    for (mix, weights) in [
+        (Mix::TpccMysql, [10, 10, 1, 1, 1]),
+        (Mix::Spec, [45, 43, 4, 4, 4]),
+    ] {
         let mut deck = Deck::new(mix);
         let mut rng = rng_for(9, 0);
         let total: u32 = weights.iter().sum();
@@ -77,7 +93,10 @@ fn consistency_holds_after_concurrent_transactions() {
     assert!(fresh.conditions_checked.contains(&11));
 
     let t = Tables::open(&d, false).expect("tables");
-    let g = InputGen { scale: meta.scale, c: meta.nurand };
+    let g = InputGen {
+        scale: meta.scale,
+        c: meta.nurand,
+    };
     let shared = Shared::new(&d, t, g, Mix::TpccMysql).expect("shared");
     let recs: Vec<Mutex<Recorder>> = (0..4).map(|_| Mutex::new(Recorder::new(5))).collect();
     std::thread::scope(|s| {
@@ -117,12 +136,17 @@ fn check_names_condition_and_district() {
     let t = Tables::open(&d, false).expect("tables");
     let mut txn = d.begin().expect("begin");
     let k = district_key(2, 3);
-    let mut dist = District::decode(&txn.get(t.district, &k).expect("get").expect("row")).expect("decode");
+    let mut dist =
+        District::decode(&txn.get(t.district, &k).expect("get").expect("row")).expect("decode");
     dist.d_ytd += 1;
     txn.put(t.district, &k, &dist.encode()).expect("put");
     txn.commit().expect("commit");
     let r = check(&d, None).expect("check");
-    let conds: Vec<(u8, u32, Option<u8>)> = r.failures.iter().map(|f| (f.condition, f.warehouse, f.district)).collect();
+    let conds: Vec<(u8, u32, Option<u8>)> = r
+        .failures
+        .iter()
+        .map(|f| (f.condition, f.warehouse, f.district))
+        .collect();
     assert!(conds.contains(&(9, 2, Some(3))), "{conds:?}");
     assert!(conds.contains(&(1, 2, None)), "{conds:?}");
     let msg = r.into_result().expect_err("inconsistent").to_string();
@@ -135,7 +159,16 @@ fn retryable_errors_are_retried_and_counted() {
     let meta = load(&d, small(), 1, 1, &|_| {}).expect("load");
     d.set_retryable_failures(0.3);
     let t = Tables::open(&d, false).expect("tables");
-    let shared = Shared::new(&d, t, InputGen { scale: meta.scale, c: meta.nurand }, Mix::TpccMysql).expect("shared");
+    let shared = Shared::new(
+        &d,
+        t,
+        InputGen {
+            scale: meta.scale,
+            c: meta.nurand,
+        },
+        Mix::TpccMysql,
+    )
+    .expect("shared");
     let rec = Mutex::new(Recorder::new(5));
     let mut rng = rng_for(1, 2);
     for _ in 0..200 {
