@@ -105,10 +105,11 @@ fn fmt_tick(v: f64) -> String {
         format!("{:.1}M", v / 1e6)
     } else if a >= 1e4 {
         format!("{:.0}k", v / 1e3)
-    } else if a >= 10.0 || v == 0.0 {
+    } else if a >= 10.0 || v.fract() == 0.0 {
         format!("{v:.0}")
     } else {
-        format!("{v:.2}")
+        let t = format!("{v:.2}");
+        t.trim_end_matches('0').trim_end_matches('.').to_string()
     }
 }
 
@@ -269,11 +270,14 @@ impl Chart {
                 esc(&s.name)
             );
             let ly = h - 18.0;
-            let label = if s.axis == Axis::Right {
+            let mut label = if s.axis == Axis::Right {
                 format!("{} (right axis)", s.name)
             } else {
                 s.name.clone()
             };
+            if s.points.is_empty() {
+                label.push_str(": no data");
+            }
             let _ = write!(
                 o,
                 r#"<line x1="{lx}" y1="{ly}" x2="{}" y2="{ly}" stroke="{color}" stroke-width="2" stroke-dasharray="{dash}"/><text x="{}" y="{}">{}</text>"#,
