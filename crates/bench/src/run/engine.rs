@@ -22,6 +22,15 @@ pub struct EngineSpec {
 }
 
 impl EngineSpec {
+    /// evenkeel with an optional config file and `name=value` overrides.
+    pub fn evenkeel(config: Option<PathBuf>, set: Vec<String>) -> Self {
+        EngineSpec {
+            engine: "evenkeel".into(),
+            config,
+            set,
+        }
+    }
+
     /// Split `--set` values into pairs, rejecting anything without a name and '='.
     pub fn pairs(&self) -> BenchResult<Vec<(String, String)>> {
         self.set

@@ -188,7 +188,7 @@ pub fn run_tpcc(o: &TpccOptions) -> BenchResult<RunOutput> {
         save_acked(&dd.path, &shared.acked.to_file())?;
     }
     d.close()?;
-    finish(o, d, rows, &total, load_seconds, &con)
+    finish(o, d, rows, &total, (meta.scale, load_seconds), &con)
 }
 
 fn sample_loop(
@@ -240,18 +240,18 @@ fn finish(
     d: &dyn Driver,
     rows: Vec<SampleRow>,
     total: &Recorder,
-    load_seconds: f64,
+    (scale, load_seconds): (Scale, f64),
     con: &Console,
 ) -> BenchResult<RunOutput> {
     let params = [
         ("workload", "tpcc".to_string()),
-        ("warehouses", o.warehouses.to_string()),
+        ("warehouses", scale.warehouses.to_string()),
         ("connections", o.connections.to_string()),
         ("duration_s", o.duration_s.to_string()),
         ("warmup_s", o.warmup_s.to_string()),
         ("mix", format!("{:?}", o.mix)),
-        ("items", o.scale().items.to_string()),
-        ("customers_per_district", o.scale().customers.to_string()),
+        ("items", scale.items.to_string()),
+        ("customers_per_district", scale.customers.to_string()),
     ];
     let config = config_map(&params, d.config(), &o.common.engine);
     let mut s = Summary::from_rows("tpcc", d.name(), config, "New-Order", &rows);
