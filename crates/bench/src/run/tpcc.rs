@@ -302,6 +302,14 @@ pub fn tpcc_check_dir(dir: &Path, engine: &EngineSpec) -> BenchResult<CheckRepor
             dir.display()
         )));
     }
+    // Opening creates a database in an empty directory; a check must not.
+    let empty = std::fs::read_dir(dir).map_or(true, |mut d| d.next().is_none());
+    if empty && is_persistent(&engine.engine) {
+        return Err(BenchError::Usage(format!(
+            "{}: empty directory, no database to check",
+            dir.display()
+        )));
+    }
     let driver = open_driver(engine, dir)?;
     let acked = read_acked(dir)?;
     let report = check(driver.as_ref(), acked.as_ref())?;
