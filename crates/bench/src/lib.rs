@@ -1,1 +1,31 @@
+//! evenkeel's workbench: the experiments of the seed posts, run against evenkeel and any other
+//! engine that implements the `Driver` adapter. Workloads: TPC-C as tpcc-mysql runs it
+//! (`tpcc`) and Mark Callaghan's insert benchmark (`insert`). A sampler takes one row per
+//! second (throughput, latency percentiles, engine status, process and device I/O); `report`
+//! turns the rows into summary.json, timeseries.csv and a self-contained report.html; `cli`
+//! holds the clap arguments and run functions the `evenkeel` binary mounts.
+//!
+//! Layers, lowest first: `error, codec, driver, recorder` → `tpcc, insert, sampler` →
+//! `stability, report` → `run, cli`. Workloads never know which engine they drive.
 
+#![forbid(unsafe_code)]
+#![cfg_attr(not(test), deny(clippy::unwrap_used))]
+
+pub mod cli;
+pub mod codec;
+pub mod driver;
+pub mod error;
+pub mod insert;
+pub mod recorder;
+pub mod report;
+pub mod run;
+pub mod sampler;
+pub mod stability;
+pub mod tpcc;
+
+pub use cli::{run_bench, run_sweep, BenchCommand, CommonArgs, InsertArgs, SweepCommand, TpccArgs};
+pub use error::{BenchError, BenchResult, DriverError, ErrorClass};
+pub use run::engine::EngineSpec;
+pub use run::tpcc::tpcc_check_dir;
+pub use run::RunOutput;
+pub use tpcc::check::CheckReport;

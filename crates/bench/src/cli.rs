@@ -1,0 +1,222 @@
+//! The command-line surface the `evenkeel` binary mounts: clap `Args` for `bench tpcc`,
+//! `bench insert` and `sweep <tpcc|insert> --vary k=v1,v2,...`, and the run functions behind
+//! them. Arguments are checked before anything is loaded; every mistake is a
+//! `BenchError::Usage` that names the argument and what it accepts.
+
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+
+use crate::error::{BenchError, BenchResult};
+use crate::run::insert::{run_insert, InsertOptions};
+use crate::run::sweep::{run_sweep_with, SweepOutput, Varied};
+use crate::run::tpcc::{run_tpcc, TpccOptions};
+use crate::run::{CommonOptions, EngineSpec, RunOutput};
+use crate::tpcc::input::Mix;
+
+/// Options shared by every workload.
+#[derive(Debug, Clone, Args)]
+pub struct CommonArgs {
+    /// Engine to drive: evenkeel, or model (the in-memory test engine).
+    #[arg(long, default_value = "evenkeel")]
+    pub engine: String,
+    /// Data directory; loads when it holds no data. A fresh temporary directory when absent.
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Engine configuration file (TOML).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Engine option as name=value, applied after --config; repeatable.
+    #[arg(long = "set", value_name = "NAME=VALUE")]
+    pub set: Vec<String>,
+    /// Results directory [default: ./evenkeel-results/<workload>-<timestamp>].
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Print summary.json on stdout at the end instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// No progress bar and no per-interval lines.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Seed of the workload's random numbers.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+impl CommonArgs {
+    pub fn options(&self) -> CommonOptions {
+        CommonOptions {
+            engine: EngineSpec {
+                engine: self.engine.clone(),
+                config: self.config.clone(),
+                set: self.set.clone(),
+            },
+            dir: self.dir.clone(),
+            out: self.out.clone(),
+            json: self.json,
+            quiet: self.quiet,
+            seed: self.seed,
+        }
+    }
+}
+
+/// `bench tpcc`.
+#[derive(Debug, Clone, Args)]
+pub struct TpccArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    #[arg(long, short = 'w', default_value_t = 2)]
+    pub warehouses: u32,
+    /// Client connections (threads).
+    #[arg(long, short = 'c', default_value_t = 8)]
+    pub connections: usize,
+    /// Measured seconds.
+    #[arg(long, default_value_t = 120)]
+    pub duration: u64,
+    /// Seconds run before measuring (tpcc-mysql's ramp-up).
+    #[arg(long, default_value_t = 10)]
+    pub warmup: u64,
+    /// Seconds per printed line.
+    #[arg(long, default_value_t = 10)]
+    pub interval: u64,
+    /// Transaction mix: tpcc-mysql (10:10:1:1:1) or spec (45:43:4:4:4).
+    #[arg(long, default_value = "tpcc-mysql")]
+    pub mix: String,
+    /// Items (spec: 100000); smaller for quick looks.
+    #[arg(long, hide = true)]
+    pub items: Option<u32>,
+    /// Customers per district (spec: 3000); smaller for quick looks.
+    #[arg(long, hide = true)]
+    pub customers: Option<u32>,
+}
+
+impl TpccArgs {
+    pub fn options(&self) -> BenchResult<TpccOptions> {
+        let mix = Mix::parse(&self.mix).map_err(|e| BenchError::Usage(format!("--mix: {e}")))?;
+        let o = TpccOptions {
+            common: self.common.options(),
+            warehouses: self.warehouses,
+            connections: self.connections,
+            duration_s: self.duration,
+            warmup_s: self.warmup,
+            interval_s: self.interval,
+            mix,
+            items: self.items,
+            customers: self.customers,
+        };
+        o.validate()?;
+        Ok(o)
+    }
+}
+
+/// `bench insert`.
+#[derive(Debug, Clone, Args)]
+pub struct InsertArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Clients, each with its own table.
+    #[arg(long, short = 'c', default_value_t = 2)]
+    pub clients: usize,
+    /// Rows per client loaded by l.i0 (without secondary indexes).
+    #[arg(long, default_value_t = 1_000_000)]
+    pub rows: u64,
+    /// Rows per client inserted by l.i1 (50 per commit, deleting as many of the oldest).
+    #[arg(long, default_value_t = 200_000)]
+    pub rows_i1: u64,
+    /// Rows per client inserted by l.i2 (5 per commit).
+    #[arg(long, default_value_t = 20_000)]
+    pub rows_i2: u64,
+    /// Seconds of each query step (qr: range queries while one writer inserts at --query-ips).
+    #[arg(long, default_value_t = 30)]
+    pub query_seconds: u64,
+    /// Insert rate of the background writer in the query steps, rows per second.
+    #[arg(long, default_value_t = 100)]
+    pub query_ips: u64,
+    /// Upper bound on the seconds of any one step; a step stops early when it is reached.
+    #[arg(long, default_value_t = 60)]
+    pub max_step_seconds: u64,
+    /// Steps to run, comma-separated, from l.i0,l.x,l.i1,l.i2,qr.
+    #[arg(long, default_value = "l.i0,l.x,l.i1,l.i2,qr")]
+    pub steps: String,
+}
+
+impl InsertArgs {
+    pub fn options(&self) -> BenchResult<InsertOptions> {
+        let o = InsertOptions {
+            common: self.common.options(),
+            clients: self.clients,
+            rows_i0: self.rows,
+            rows_i1: self.rows_i1,
+            rows_i2: self.rows_i2,
+            query_seconds: self.query_seconds,
+            query_ips: self.query_ips,
+            max_step_seconds: self.max_step_seconds,
+            steps: crate::insert::step::parse_steps(&self.steps)?,
+        };
+        o.validate()?;
+        Ok(o)
+    }
+}
+
+/// `evenkeel bench <workload>`.
+#[derive(Debug, Clone, Subcommand)]
+pub enum BenchCommand {
+    /// TPC-C as tpcc-mysql runs it.
+    Tpcc(TpccArgs),
+    /// The insert benchmark (iibench).
+    Insert(InsertArgs),
+}
+
+/// `evenkeel sweep <workload> --vary name=v1,v2,...`.
+#[derive(Debug, Clone, Subcommand)]
+pub enum SweepCommand {
+    Tpcc {
+        #[command(flatten)]
+        args: TpccArgs,
+        /// Setting to vary: an engine option or a workload argument, with its values.
+        #[arg(long, value_name = "NAME=V1,V2,...")]
+        vary: String,
+    },
+    Insert {
+        #[command(flatten)]
+        args: InsertArgs,
+        #[arg(long, value_name = "NAME=V1,V2,...")]
+        vary: String,
+    },
+}
+
+/// Run one benchmark.
+pub fn run_bench(cmd: &BenchCommand) -> BenchResult<RunOutput> {
+    match cmd {
+        BenchCommand::Tpcc(a) => run_tpcc(&a.options()?),
+        BenchCommand::Insert(a) => run_insert(&a.options()?),
+    }
+}
+
+/// Run a sweep: one run per value, then one table and overlaid charts.
+pub fn run_sweep(cmd: &SweepCommand) -> BenchResult<SweepOutput> {
+    match cmd {
+        SweepCommand::Tpcc { args, vary } => {
+            let v = Varied::parse(vary)?;
+            let base = args.options()?;
+            run_sweep_with("tpcc", &v, &base.common, |value, out, dir| {
+                let mut a = args.clone();
+                a.common.out = Some(out);
+                a.common.dir = dir;
+                v.apply_tpcc(&mut a, value)?;
+                run_tpcc(&a.options()?)
+            })
+        }
+        SweepCommand::Insert { args, vary } => {
+            let v = Varied::parse(vary)?;
+            let base = args.options()?;
+            run_sweep_with("insert", &v, &base.common, |value, out, dir| {
+                let mut a = args.clone();
+                a.common.out = Some(out);
+                a.common.dir = dir;
+                v.apply_insert(&mut a, value)?;
+                run_insert(&a.options()?)
+            })
+        }
+    }
+}

@@ -1,0 +1,220 @@
+//! summary.json: one run's figures. Stability figures come from the per-second primary
+//! throughput of the measured seconds (rows not marked `excluded`); per-op I/O and CPU divide totals over those
+//! seconds by the primary operations (New-Order for TPC-C, inserted rows for the insert
+//! benchmark), using device counters when the data directory's device is known and the
+//! process's /proc/self/io otherwise. seed 002's table columns (ips.av, ips.99, wKB/i, rKB/i,
+//! r/i, Mcpu/i, size, rss, wMB/s, cpu) are all derivable from here.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::recorder::KindSummary;
+use crate::sampler::SampleRow;
+use crate::stability::{stability, Stability};
+
+/// One step of the insert benchmark.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct StepSummary {
+    pub step: String,
+    pub rows: u64,
+    pub seconds: f64,
+    pub ips_av: f64,
+    pub ips_99: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct Summary {
+    pub workload: String,
+    pub engine: String,
+    pub config: BTreeMap<String, String>,
+    pub config_hash: String,
+    pub started_unix_s: u64,
+    pub duration_s: f64,
+    pub warmup_s: f64,
+    /// What one "op" is in the per-op figures.
+    pub op: String,
+    pub ops: u64,
+    pub throughput_mean: f64,
+    pub throughput_p1: f64,
+    pub throughput_min: f64,
+    pub throughput_max: f64,
+    pub throughput_cv: f64,
+    pub seconds_below_half_mean: u64,
+    pub zero_seconds: u64,
+    pub longest_zero_run: u64,
+    pub checkpoint_age_max_pct: Option<f64>,
+    pub checkpoint_age_max_bytes: Option<u64>,
+    pub dirty_pct_mean: Option<f64>,
+    pub stall_ms_total: Option<f64>,
+    pub write_kb_per_op: f64,
+    pub read_kb_per_op: f64,
+    pub reads_per_op: f64,
+    pub cpu_us_per_op: f64,
+    pub write_mb_per_s: f64,
+    pub read_mb_per_s: f64,
+    pub reads_per_s: f64,
+    pub cpu_pct: f64,
+    pub size_bytes: Option<u64>,
+    pub rss_bytes: u64,
+    pub retries: u64,
+    pub failed: u64,
+    pub load_seconds: Option<f64>,
+    // TPC-C.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub tpmc: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub tpm_total: Option<f64>,
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub transactions: Vec<KindSummary>,
+    // Insert benchmark.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub ips_av: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub ips_99: Option<f64>,
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub steps: Vec<StepSummary>,
+}
+
+fn sum<T>(rows: &[&SampleRow], f: impl Fn(&SampleRow) -> T) -> f64
+where
+    T: Into<f64>,
+{
+    rows.iter().map(|r| f(r).into()).sum()
+}
+
+/// FNV-1a of the configuration, as 16 hex digits: the `config_hash` column of timeseries.csv.
+pub fn config_hash(workload: &str, engine: &str, config: &BTreeMap<String, String>) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut feed = |s: &str| {
+        for b in s.bytes().chain([0u8]) {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    };
+    feed(workload);
+    feed(engine);
+    for (k, v) in config {
+        feed(k);
+        feed(v);
+    }
+    format!("{h:016x}")
+}
+
+impl Summary {
+    /// Fill the common figures from the measured rows (`excluded` rows are skipped).
+    pub fn from_rows(
+        workload: &str,
+        engine: &str,
+        config: BTreeMap<String, String>,
+        op: &str,
+        rows: &[SampleRow],
+    ) -> Summary {
+        let m: Vec<&SampleRow> = rows.iter().filter(|r| !r.excluded).collect();
+        let series: Vec<f64> = m.iter().map(|r| r.ops as f64).collect();
+        let st: Stability = stability(&series);
+        let secs = m.len().max(1) as f64;
+        let ops: u64 = m.iter().map(|r| r.ops).sum();
+        let per_op = |x: f64| if ops == 0 { 0.0 } else { x / ops as f64 };
+        let use_dev = m.iter().any(|r| r.dev_write_bytes.is_some());
+        let wbytes = if use_dev {
+            sum(&m, |r| r.dev_write_bytes.unwrap_or(0) as f64)
+        } else {
+            sum(&m, |r| r.io_write_bytes as f64)
+        };
+        let rbytes = if use_dev {
+            sum(&m, |r| r.dev_read_bytes.unwrap_or(0) as f64)
+        } else {
+            sum(&m, |r| r.io_read_bytes as f64)
+        };
+        let reads = if use_dev {
+            sum(&m, |r| r.dev_reads.unwrap_or(0) as f64)
+        } else {
+            sum(&m, |r| r.pages_read.unwrap_or(0) as f64)
+        };
+        let cpu_s = sum(&m, |r| r.cpu_pct / 100.0);
+        let dirty: Vec<f64> = m.iter().filter_map(|r| r.dirty_pct).collect();
+        let stall: Vec<f64> = m.iter().filter_map(|r| r.stall_ms).collect();
+        let hash = config_hash(workload, engine, &config);
+        Summary {
+            workload: workload.to_string(),
+            engine: engine.to_string(),
+            config,
+            config_hash: hash,
+            duration_s: m.len() as f64,
+            warmup_s: (rows.len() - m.len()) as f64,
+            op: op.to_string(),
+            ops,
+            throughput_mean: st.mean,
+            throughput_p1: st.p1,
+            throughput_min: st.min,
+            throughput_max: st.max,
+            throughput_cv: st.cv,
+            seconds_below_half_mean: st.seconds_below_half_mean,
+            zero_seconds: st.zero_seconds,
+            longest_zero_run: st.longest_zero_run,
+            checkpoint_age_max_pct: m
+                .iter()
+                .filter_map(|r| r.checkpoint_age_pct)
+                .reduce(f64::max),
+            checkpoint_age_max_bytes: m.iter().filter_map(|r| r.checkpoint_age_bytes).max(),
+            dirty_pct_mean: (!dirty.is_empty())
+                .then(|| dirty.iter().sum::<f64>() / dirty.len() as f64),
+            stall_ms_total: (!stall.is_empty()).then(|| stall.iter().sum()),
+            write_kb_per_op: per_op(wbytes / 1024.0),
+            read_kb_per_op: per_op(rbytes / 1024.0),
+            reads_per_op: per_op(reads),
+            cpu_us_per_op: per_op(cpu_s * 1e6),
+            write_mb_per_s: wbytes / 1_048_576.0 / secs,
+            read_mb_per_s: rbytes / 1_048_576.0 / secs,
+            reads_per_s: reads / secs,
+            cpu_pct: cpu_s * 100.0 / secs,
+            size_bytes: rows.iter().rev().find_map(|r| r.size_bytes),
+            rss_bytes: rows.last().map_or(0, |r| r.rss_bytes),
+            retries: m.iter().map(|r| r.retries).sum(),
+            failed: m.iter().map(|r| r.failed).sum(),
+            ..Summary::default()
+        }
+    }
+
+    /// The throughput stability figures as one struct.
+    pub fn stability(&self) -> Stability {
+        Stability {
+            seconds: self.duration_s as u64,
+            mean: self.throughput_mean,
+            p1: self.throughput_p1,
+            min: self.throughput_min,
+            max: self.throughput_max,
+            cv: self.throughput_cv,
+            seconds_below_half_mean: self.seconds_below_half_mean,
+            zero_seconds: self.zero_seconds,
+            longest_zero_run: self.longest_zero_run,
+        }
+    }
+}
+
+/// seed 002's summary columns for one run: header and values, in the order the post prints.
+pub fn seed002_columns(s: &Summary) -> Vec<(&'static str, String)> {
+    let gb = |b: Option<u64>| b.map_or("-".to_string(), |b| format!("{:.1}", b as f64 / 1e9));
+    vec![
+        (
+            "ips.av",
+            format!("{:.0}", s.ips_av.unwrap_or(s.throughput_mean)),
+        ),
+        (
+            "ips.99",
+            format!("{:.0}", s.ips_99.unwrap_or(s.throughput_p1)),
+        ),
+        ("r/i", format!("{:.2}", s.reads_per_op)),
+        ("rKB/i", format!("{:.2}", s.read_kb_per_op)),
+        ("wKB/i", format!("{:.2}", s.write_kb_per_op)),
+        ("Mcpu/i", format!("{:.0}", s.cpu_us_per_op)),
+        ("size", gb(s.size_bytes)),
+        ("rss", format!("{:.1}", s.rss_bytes as f64 / 1e9)),
+        ("r/s", format!("{:.0}", s.reads_per_s)),
+        ("rMB/s", format!("{:.1}", s.read_mb_per_s)),
+        ("wMB/s", format!("{:.1}", s.write_mb_per_s)),
+        ("cpu", format!("{:.1}", s.cpu_pct)),
+        ("engine", s.engine.clone()),
+    ]
+}

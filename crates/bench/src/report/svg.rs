@@ -1,0 +1,313 @@
+//! Line charts as inline SVG, written by hand (no plotting dependency): a frame, "nice" ticks on
+//! the x axis and on one or two y axes, one polyline per series, and a legend. Colours are the
+//! Okabe-Ito palette, which red-green colour-blind readers can tell apart (seed 002's readers
+//! asked for it), and series past the first alternate dash patterns as a second cue. A chart
+//! without data says so instead of drawing empty axes.
+
+use std::fmt::Write as _;
+
+/// Okabe-Ito colours, most distinct first.
+pub const PALETTE: [&str; 8] = [
+    "#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442",
+];
+
+const DASHES: [&str; 4] = ["", "6 3", "2 2", "8 3 2 3"];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Axis {
+    Left,
+    Right,
+}
+
+#[derive(Debug, Clone)]
+pub struct Series {
+    pub name: String,
+    pub points: Vec<(f64, f64)>,
+    pub axis: Axis,
+}
+
+impl Series {
+    pub fn new(name: impl Into<String>, points: Vec<(f64, f64)>) -> Self {
+        Series {
+            name: name.into(),
+            points,
+            axis: Axis::Left,
+        }
+    }
+    pub fn right(mut self) -> Self {
+        self.axis = Axis::Right;
+        self
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Chart {
+    pub title: String,
+    pub x_label: String,
+    pub y_label: String,
+    pub y2_label: Option<String>,
+    pub series: Vec<Series>,
+    pub width: f64,
+    pub height: f64,
+}
+
+/// Escape text for XML content and attributes.
+pub fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// A step of 1, 2 or 5 times a power of ten giving about `n` ticks over `span`.
+fn nice_step(span: f64, n: f64) -> f64 {
+    if span <= 0.0 || !span.is_finite() {
+        return 1.0;
+    }
+    let raw = span / n;
+    let mag = 10f64.powf(raw.log10().floor());
+    let f = raw / mag;
+    let m = if f <= 1.0 {
+        1.0
+    } else if f <= 2.0 {
+        2.0
+    } else if f <= 5.0 {
+        5.0
+    } else {
+        10.0
+    };
+    m * mag
+}
+
+/// Axis range from data: starts at 0 for non-negative data, rounded out to whole steps.
+fn range(vals: impl Iterator<Item = f64>) -> (f64, f64, f64) {
+    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+    for v in vals.filter(|v| v.is_finite()) {
+        lo = lo.min(v);
+        hi = hi.max(v);
+    }
+    if !lo.is_finite() {
+        return (0.0, 1.0, 0.2);
+    }
+    lo = lo.min(0.0);
+    if hi <= lo {
+        hi = lo + 1.0;
+    }
+    let step = nice_step(hi - lo, 5.0);
+    ((lo / step).floor() * step, (hi / step).ceil() * step, step)
+}
+
+fn fmt_tick(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1e9 {
+        format!("{:.1}G", v / 1e9)
+    } else if a >= 1e6 {
+        format!("{:.1}M", v / 1e6)
+    } else if a >= 1e4 {
+        format!("{:.0}k", v / 1e3)
+    } else if a >= 10.0 || v.fract() == 0.0 {
+        format!("{v:.0}")
+    } else {
+        let t = format!("{v:.2}");
+        t.trim_end_matches('0').trim_end_matches('.').to_string()
+    }
+}
+
+impl Chart {
+    pub fn new(title: &str, x_label: &str, y_label: &str) -> Self {
+        Chart {
+            title: title.into(),
+            x_label: x_label.into(),
+            y_label: y_label.into(),
+            y2_label: None,
+            series: Vec::new(),
+            width: 860.0,
+            height: 320.0,
+        }
+    }
+
+    pub fn with(mut self, s: Series) -> Self {
+        self.series.push(s);
+        self
+    }
+
+    pub fn y2(mut self, label: &str) -> Self {
+        self.y2_label = Some(label.into());
+        self
+    }
+
+    fn has_data(&self) -> bool {
+        self.series.iter().any(|s| !s.points.is_empty())
+    }
+
+    /// The chart as an `<svg>` element.
+    pub fn render(&self) -> String {
+        let (w, h) = (self.width, self.height);
+        let (l, r, t, b) = (
+            70.0,
+            if self.y2_label.is_some() { 70.0 } else { 20.0 },
+            30.0,
+            70.0,
+        );
+        let (pw, ph) = (w - l - r, h - t - b);
+        let mut o = String::new();
+        let _ = write!(
+            o,
+            r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="11"><title>{}</title>"#,
+            esc(&self.title)
+        );
+        let _ = write!(
+            o,
+            r#"<text x="{}" y="18" font-size="14" font-weight="bold">{}</text>"#,
+            l,
+            esc(&self.title)
+        );
+        let _ = write!(
+            o,
+            r##"<rect x="{l}" y="{t}" width="{pw}" height="{ph}" fill="none" stroke="#888"/>"##
+        );
+        if !self.has_data() {
+            let _ = write!(
+                o,
+                r##"<text x="{}" y="{}" text-anchor="middle" fill="#666">no data: not exposed by this engine</text></svg>"##,
+                l + pw / 2.0,
+                t + ph / 2.0
+            );
+            return o;
+        }
+        let all = || self.series.iter().flat_map(|s| s.points.iter());
+        let (x0, x1, xs) = range(all().map(|p| p.0));
+        let side = |a: Axis| {
+            range(
+                self.series
+                    .iter()
+                    .filter(|s| s.axis == a)
+                    .flat_map(|s| s.points.iter().map(|p| p.1)),
+            )
+        };
+        let (y0, y1, ys) = side(Axis::Left);
+        let (z0, z1, zs) = side(Axis::Right);
+        let px = |x: f64| l + (x - x0) / (x1 - x0) * pw;
+        let py = |y: f64, lo: f64, hi: f64| t + ph - (y - lo) / (hi - lo) * ph;
+        // Grid and ticks.
+        let mut x = x0;
+        while x <= x1 + xs / 2.0 {
+            let _ = write!(
+                o,
+                r##"<line x1="{0:.1}" y1="{t}" x2="{0:.1}" y2="{1}" stroke="#eee"/><text x="{0:.1}" y="{2}" text-anchor="middle">{3}</text>"##,
+                px(x),
+                t + ph,
+                t + ph + 14.0,
+                fmt_tick(x)
+            );
+            x += xs;
+        }
+        let mut y = y0;
+        while y <= y1 + ys / 2.0 {
+            let _ = write!(
+                o,
+                r##"<line x1="{l}" y1="{0:.1}" x2="{1}" y2="{0:.1}" stroke="#eee"/><text x="{2}" y="{3:.1}" text-anchor="end">{4}</text>"##,
+                py(y, y0, y1),
+                l + pw,
+                l - 4.0,
+                py(y, y0, y1) + 4.0,
+                fmt_tick(y)
+            );
+            y += ys;
+        }
+        if let Some(y2) = &self.y2_label {
+            let mut z = z0;
+            while z <= z1 + zs / 2.0 {
+                let _ = write!(
+                    o,
+                    r#"<text x="{}" y="{:.1}">{}</text>"#,
+                    l + pw + 4.0,
+                    py(z, z0, z1) + 4.0,
+                    fmt_tick(z)
+                );
+                z += zs;
+            }
+            let _ = write!(
+                o,
+                r#"<text transform="translate({},{}) rotate(90)" text-anchor="middle">{}</text>"#,
+                w - 12.0,
+                t + ph / 2.0,
+                esc(y2)
+            );
+        }
+        let _ = write!(
+            o,
+            r#"<text x="{}" y="{}" text-anchor="middle">{}</text>"#,
+            l + pw / 2.0,
+            t + ph + 30.0,
+            esc(&self.x_label)
+        );
+        let _ = write!(
+            o,
+            r#"<text transform="translate(14,{}) rotate(-90)" text-anchor="middle">{}</text>"#,
+            t + ph / 2.0,
+            esc(&self.y_label)
+        );
+        // Series and legend.
+        let mut lx = l;
+        for (i, s) in self.series.iter().enumerate() {
+            let color = PALETTE[i % PALETTE.len()];
+            let dash = DASHES[i % DASHES.len()];
+            let (lo, hi) = if s.axis == Axis::Left {
+                (y0, y1)
+            } else {
+                (z0, z1)
+            };
+            let pts: Vec<String> = s
+                .points
+                .iter()
+                .map(|&(x, y)| format!("{:.1},{:.1}", px(x), py(y, lo, hi)))
+                .collect();
+            let _ = write!(
+                o,
+                r#"<polyline class="series" fill="none" stroke="{color}" stroke-width="1.5" stroke-dasharray="{dash}" points="{}"><title>{}</title></polyline>"#,
+                pts.join(" "),
+                esc(&s.name)
+            );
+            let ly = h - 18.0;
+            let mut label = if s.axis == Axis::Right {
+                format!("{} (right axis)", s.name)
+            } else {
+                s.name.clone()
+            };
+            if s.points.is_empty() {
+                label.push_str(": no data");
+            }
+            let _ = write!(
+                o,
+                r#"<line x1="{lx}" y1="{ly}" x2="{}" y2="{ly}" stroke="{color}" stroke-width="2" stroke-dasharray="{dash}"/><text x="{}" y="{}">{}</text>"#,
+                lx + 20.0,
+                lx + 24.0,
+                ly + 4.0,
+                esc(&label)
+            );
+            lx += 34.0 + 6.5 * label.len() as f64;
+        }
+        o.push_str("</svg>");
+        o
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nice_steps() {
+        assert_eq!(nice_step(100.0, 5.0), 20.0);
+        assert_eq!(nice_step(7.0, 5.0), 2.0);
+        assert_eq!(range([3.0, 97.0].into_iter()), (0.0, 100.0, 20.0));
+    }
+
+    #[test]
+    fn empty_chart_says_so() {
+        let s = Chart::new("t", "x", "y").render();
+        assert!(s.contains("no data"));
+        assert!(!s.contains("polyline"));
+    }
+}

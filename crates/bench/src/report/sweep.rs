@@ -1,0 +1,118 @@
+//! The sweep page: one row per run in seed 002's columns plus the stability figures, and the
+//! runs' throughput overlaid per 1 s and per 10 s, one colour per run, so a reader sees which
+//! setting keeps the line level (seed 000's search for max_dirty_pages_pct, done in one page).
+
+use std::fmt::Write as _;
+
+use super::html::table;
+use super::summary::{seed002_columns, Summary};
+use super::svg::{esc, Chart, Series};
+use crate::sampler::SampleRow;
+use crate::stability::windows;
+
+/// One run of a sweep: its label (the varied setting) and results.
+pub struct SweepRun {
+    pub label: String,
+    pub summary: Summary,
+    pub rows: Vec<SampleRow>,
+}
+
+/// Plain-text table in seed 002's layout (space-separated, engine column last).
+pub fn text_table(runs: &[SweepRun]) -> String {
+    let mut o = String::new();
+    for (i, r) in runs.iter().enumerate() {
+        let mut cols = seed002_columns(&r.summary);
+        if let Some(last) = cols.last_mut() {
+            last.1 = format!("{}.{}", r.summary.engine, r.label);
+        }
+        cols.insert(
+            cols.len() - 1,
+            ("cv", format!("{:.3}", r.summary.throughput_cv)),
+        );
+        cols.insert(
+            cols.len() - 1,
+            ("zero_s", r.summary.zero_seconds.to_string()),
+        );
+        if i == 0 {
+            let head: Vec<&str> = cols.iter().map(|c| c.0).collect();
+            let _ = writeln!(o, "{}", head.join(" "));
+        }
+        let vals: Vec<&str> = cols.iter().map(|c| c.1.as_str()).collect();
+        let _ = writeln!(o, "{}", vals.join(" "));
+    }
+    o
+}
+
+pub fn render(workload: &str, vary: &str, runs: &[SweepRun]) -> String {
+    let mut o = String::new();
+    let title = format!("evenkeel sweep {workload}: {vary}");
+    let _ = write!(o, "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>{0}</title><style>body{{font-family:sans-serif;margin:24px}}table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}}th{{background:#f3f3f3}}</style></head><body><h1>{0}</h1>", esc(&title));
+    let mut head: Vec<&str> = vec!["run"];
+    let mut rows = Vec::new();
+    for r in runs {
+        let cols = seed002_columns(&r.summary);
+        if head.len() == 1 {
+            head.extend(cols.iter().map(|c| c.0));
+            head.extend([
+                "mean/s",
+                "p1/s",
+                "min/s",
+                "cv",
+                "s < mean/2",
+                "zero s",
+                "tpmC",
+            ]);
+        }
+        let mut row = vec![r.label.clone()];
+        row.extend(cols.into_iter().map(|c| c.1));
+        let s = &r.summary;
+        row.extend([
+            format!("{:.1}", s.throughput_mean),
+            format!("{:.1}", s.throughput_p1),
+            format!("{:.1}", s.throughput_min),
+            format!("{:.3}", s.throughput_cv),
+            s.seconds_below_half_mean.to_string(),
+            s.zero_seconds.to_string(),
+            s.tpmc.map_or("-".into(), |t| format!("{t:.0}")),
+        ]);
+        rows.push(row);
+    }
+    o.push_str(&table(&head, &rows, &[0]));
+    let op = runs
+        .first()
+        .map_or("ops".to_string(), |r| r.summary.op.clone());
+    let mut c1 = Chart::new(
+        &format!("Throughput per second ({op})"),
+        "seconds",
+        &format!("{op} / s"),
+    );
+    let mut c10 = Chart::new(
+        &format!("Throughput per 10 seconds ({op})"),
+        "seconds",
+        &format!("{op} / 10 s"),
+    );
+    for r in runs {
+        let s: Vec<f64> = r.rows.iter().map(|x| x.ops as f64).collect();
+        c1 = c1.with(Series::new(
+            &r.label,
+            r.rows
+                .iter()
+                .map(|x| (x.t_s as f64, x.ops as f64))
+                .collect(),
+        ));
+        let w = windows(&s, 10)
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| ((i as f64 + 1.0) * 10.0, v))
+            .collect();
+        c10 = c10.with(Series::new(&r.label, w));
+    }
+    o.push_str(&c1.render());
+    o.push_str(&c10.render());
+    let _ = writeln!(
+        o,
+        "<h2>Table</h2><pre>{}</pre></body></html>",
+        esc(&text_table(runs))
+    );
+    o
+}

@@ -1,0 +1,123 @@
+//! Running a workload end to end: pick the data directory (a fresh temporary one without
+//! `--dir`), open the engine, drive the clients while the main thread samples once a second,
+//! then write the results directory and print the final figures. One module per workload;
+//! this file holds what they share.
+
+pub mod console;
+pub mod engine;
+pub mod insert;
+pub mod sweep;
+pub mod tpcc;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::error::{BenchError, BenchResult};
+use crate::report::summary::Summary;
+use crate::sampler::SampleRow;
+pub use engine::EngineSpec;
+
+/// Options every workload takes.
+#[derive(Debug, Clone, Default)]
+pub struct CommonOptions {
+    pub engine: EngineSpec,
+    /// Data directory; a fresh temporary directory when `None`.
+    pub dir: Option<PathBuf>,
+    /// Results directory; `./evenkeel-results/<workload>-<timestamp>` when `None`.
+    pub out: Option<PathBuf>,
+    pub json: bool,
+    pub quiet: bool,
+    pub seed: u64,
+}
+
+/// What a finished run leaves behind.
+#[derive(Debug, Clone)]
+pub struct RunOutput {
+    pub summary: Summary,
+    pub rows: Vec<SampleRow>,
+    pub out_dir: PathBuf,
+}
+
+/// The data directory of a run, removed at the end when it was temporary.
+pub struct DataDir {
+    pub path: PathBuf,
+    _temp: Option<tempfile::TempDir>,
+}
+
+impl DataDir {
+    pub fn new(dir: Option<&Path>) -> BenchResult<DataDir> {
+        match dir {
+            Some(d) => {
+                std::fs::create_dir_all(d)
+                    .map_err(|e| BenchError::io(format!("create {}", d.display()), e))?;
+                Ok(DataDir {
+                    path: d.to_path_buf(),
+                    _temp: None,
+                })
+            }
+            None => {
+                let t = tempfile::Builder::new()
+                    .prefix("evenkeel-bench-")
+                    .tempdir()
+                    .map_err(|e| BenchError::io("create a temporary data directory", e))?;
+                Ok(DataDir {
+                    path: t.path().to_path_buf(),
+                    _temp: Some(t),
+                })
+            }
+        }
+    }
+}
+
+/// Sleep until `start + n` seconds.
+pub fn sleep_until_second(start: Instant, n: u64) {
+    let at = start + Duration::from_secs(n);
+    let now = Instant::now();
+    if at > now {
+        std::thread::sleep(at - now);
+    }
+}
+
+/// Sleep until `start + n` seconds or until `done()` turns true (polled every 20 ms);
+/// true when the second was reached.
+pub fn wait_second(start: Instant, n: u64, done: &dyn Fn() -> bool) -> bool {
+    let at = start + Duration::from_secs(n);
+    loop {
+        let now = Instant::now();
+        if now >= at {
+            return true;
+        }
+        if done() {
+            return false;
+        }
+        std::thread::sleep((at - now).min(Duration::from_millis(20)));
+    }
+}
+
+/// The configuration shown in reports and hashed: workload parameters then engine settings.
+pub fn config_map(
+    workload: &[(&str, String)],
+    engine: Vec<(String, String)>,
+    spec: &EngineSpec,
+) -> BTreeMap<String, String> {
+    let mut m: BTreeMap<String, String> = workload
+        .iter()
+        .map(|(k, v)| (format!("bench.{k}"), v.clone()))
+        .collect();
+    if let Some(c) = &spec.config {
+        m.insert("bench.config_file".into(), c.display().to_string());
+    }
+    for (k, v) in engine {
+        m.insert(format!("{}.{k}", spec.engine), v);
+    }
+    m
+}
+
+/// Positive-integer check with a message naming the argument.
+pub fn require_positive(name: &str, v: u64) -> BenchResult<()> {
+    if v == 0 {
+        return Err(BenchError::Usage(format!("{name} must be at least 1")));
+    }
+    Ok(())
+}

@@ -1,0 +1,238 @@
+//! The per-second sampler. Client threads record into their own `Recorder`s (`Clients`); once a
+//! second the run loop calls `Sampler::tick`, which drains them, reads the engine's status and
+//! the process and device counters, and returns one `SampleRow`: throughput and latency
+//! percentiles of the interval, engine gauges and counter differences, CPU %, RSS, and bytes
+//! read and written. Rows are what timeseries.csv, the report and the stability figures use.
+
+pub mod proc;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
+
+use crate::driver::{Driver, EngineStats};
+use crate::recorder::Recorder;
+use proc::{dir_size, DiskCounters, ProcCounters, ProcReader};
+
+/// The recorders of all client threads of a run, plus what the sampler needs to label them.
+pub struct Clients {
+    pub kind_names: Vec<&'static str>,
+    /// The kind whose completions are "throughput" (New-Order for TPC-C, inserted rows for
+    /// iibench's insert steps, queries for its query step).
+    pub primary: AtomicUsize,
+    pub recorders: Vec<Mutex<Recorder>>,
+    /// The current phase or step name ("warmup", "run", "l.i0", ...).
+    pub phase: Mutex<String>,
+}
+
+impl Clients {
+    pub fn new(kind_names: Vec<&'static str>, primary: usize, clients: usize, phase: &str) -> Self {
+        let n = kind_names.len();
+        Clients {
+            kind_names,
+            primary: AtomicUsize::new(primary),
+            recorders: (0..clients).map(|_| Mutex::new(Recorder::new(n))).collect(),
+            phase: Mutex::new(phase.to_string()),
+        }
+    }
+
+    pub fn set_phase(&self, phase: &str) {
+        *self.phase.lock() = phase.to_string();
+    }
+
+    pub fn set_primary(&self, kind: usize) {
+        self.primary.store(kind, Ordering::Relaxed);
+    }
+
+    pub fn primary(&self) -> usize {
+        self.primary.load(Ordering::Relaxed)
+    }
+
+    /// Merge every client's recorder into `into` and reset them; `per_client[i]` gets client
+    /// i's completions of the primary kind.
+    pub fn drain(&self, into: &mut Recorder, per_client: &mut Vec<u64>) {
+        let primary = self.primary();
+        per_client.clear();
+        for r in &self.recorders {
+            let mut r = r.lock();
+            per_client.push(r.kinds.get(primary).map_or(0, |k| k.ok));
+            into.merge(&r);
+            r.reset();
+        }
+    }
+}
+
+/// One kind's figures in one interval.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct KindInterval {
+    pub name: String,
+    pub count: u64,
+    pub p95_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+}
+
+/// One second of a run.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct SampleRow {
+    /// Seconds since the run started, at the end of this interval.
+    pub t_s: u64,
+    pub phase: String,
+    /// Left out of the figures: a warmup second, or the partial last second of a step.
+    pub excluded: bool,
+    /// Completions of the primary kind in this interval.
+    pub ops: u64,
+    /// Completions of all kinds.
+    pub ops_all: u64,
+    pub retries: u64,
+    pub failed: u64,
+    pub lat_p50_ms: f64,
+    pub lat_p95_ms: f64,
+    pub lat_p99_ms: f64,
+    pub lat_max_ms: f64,
+    pub kinds: Vec<KindInterval>,
+    pub checkpoint_age_bytes: Option<u64>,
+    pub checkpoint_age_pct: Option<f64>,
+    pub dirty_pct: Option<f64>,
+    pub flushed_list_pages: Option<u64>,
+    pub flushed_lru_pages: Option<u64>,
+    pub flushed_sync_pages: Option<u64>,
+    pub stall_ms: Option<f64>,
+    pub pages_read: Option<u64>,
+    pub pages_written: Option<u64>,
+    pub cpu_pct: f64,
+    pub rss_bytes: u64,
+    pub io_read_bytes: u64,
+    pub io_write_bytes: u64,
+    pub dev_reads: Option<u64>,
+    pub dev_writes: Option<u64>,
+    pub dev_read_bytes: Option<u64>,
+    pub dev_write_bytes: Option<u64>,
+    pub size_bytes: Option<u64>,
+}
+
+fn delta(now: Option<u64>, before: Option<u64>) -> Option<u64> {
+    Some(now?.saturating_sub(before.unwrap_or(0)))
+}
+
+/// Turns counters into per-interval rows.
+pub struct Sampler {
+    started: Instant,
+    last_at: Instant,
+    interval: Recorder,
+    per_client: Vec<u64>,
+    engine: EngineStats,
+    proc_before: ProcCounters,
+    disk_before: Option<DiskCounters>,
+    reader: ProcReader,
+    data_dir: Option<PathBuf>,
+}
+
+impl Sampler {
+    pub fn new(driver: &dyn Driver, clients: &Clients, data_dir: Option<PathBuf>) -> Self {
+        let reader = ProcReader::new(data_dir.as_deref());
+        let now = Instant::now();
+        Sampler {
+            started: now,
+            last_at: now,
+            interval: Recorder::new(clients.kind_names.len()),
+            per_client: Vec::new(),
+            engine: driver.stats(),
+            proc_before: reader.process(),
+            disk_before: reader.disk(),
+            reader,
+            data_dir,
+        }
+    }
+
+    pub fn started(&self) -> Instant {
+        self.started
+    }
+
+    /// The recorder of the interval just sampled (all kinds), for aggregation by the caller.
+    pub fn last_interval(&self) -> &Recorder {
+        &self.interval
+    }
+
+    /// Each client's primary completions in the interval just sampled.
+    pub fn last_per_client(&self) -> &[u64] {
+        &self.per_client
+    }
+
+    /// Sample now: everything since the previous tick.
+    pub fn tick(&mut self, driver: &dyn Driver, clients: &Clients, excluded: bool) -> SampleRow {
+        self.interval.reset();
+        clients.drain(&mut self.interval, &mut self.per_client);
+        let now = Instant::now();
+        let secs = now.duration_since(self.last_at).as_secs_f64().max(1e-6);
+        self.last_at = now;
+        let e = driver.stats();
+        let p = self.reader.process();
+        let disk = self.reader.disk();
+        let prim = &self.interval.kinds[clients.primary().min(self.interval.kinds.len() - 1)];
+        let kinds = clients
+            .kind_names
+            .iter()
+            .zip(&self.interval.kinds)
+            .map(|(n, k)| KindInterval {
+                name: n.to_string(),
+                count: k.ok,
+                p95_ms: k.ms(0.95),
+                p99_ms: k.ms(0.99),
+                max_ms: k.max_ms(),
+            })
+            .collect();
+        let b = &self.engine;
+        let row = SampleRow {
+            t_s: now.duration_since(self.started).as_secs_f64().round() as u64,
+            phase: clients.phase.lock().clone(),
+            excluded,
+            ops: prim.ok,
+            ops_all: self.interval.kinds.iter().map(|k| k.ok).sum(),
+            retries: self.interval.kinds.iter().map(|k| k.retries).sum(),
+            failed: self.interval.kinds.iter().map(|k| k.failed).sum(),
+            lat_p50_ms: prim.ms(0.50),
+            lat_p95_ms: prim.ms(0.95),
+            lat_p99_ms: prim.ms(0.99),
+            lat_max_ms: prim.max_ms(),
+            kinds,
+            checkpoint_age_bytes: e.checkpoint_age_bytes,
+            checkpoint_age_pct: e.checkpoint_age_pct,
+            dirty_pct: e.dirty_pct,
+            flushed_list_pages: delta(e.pages_flushed_list, b.pages_flushed_list),
+            flushed_lru_pages: delta(e.pages_flushed_lru, b.pages_flushed_lru),
+            flushed_sync_pages: delta(e.pages_flushed_sync, b.pages_flushed_sync),
+            stall_ms: delta(e.stall_us, b.stall_us).map(|us| us as f64 / 1000.0),
+            pages_read: delta(e.pages_read, b.pages_read),
+            pages_written: delta(e.pages_written, b.pages_written),
+            cpu_pct: 100.0 * (p.cpu_s - self.proc_before.cpu_s).max(0.0) / secs,
+            rss_bytes: p.rss_bytes,
+            io_read_bytes: p.read_bytes.saturating_sub(self.proc_before.read_bytes),
+            io_write_bytes: p.write_bytes.saturating_sub(self.proc_before.write_bytes),
+            dev_reads: disk.map(|d| {
+                d.reads
+                    .saturating_sub(self.disk_before.map_or(0, |b| b.reads))
+            }),
+            dev_writes: disk.map(|d| {
+                d.writes
+                    .saturating_sub(self.disk_before.map_or(0, |b| b.writes))
+            }),
+            dev_read_bytes: disk.map(|d| {
+                d.read_bytes
+                    .saturating_sub(self.disk_before.map_or(0, |b| b.read_bytes))
+            }),
+            dev_write_bytes: disk.map(|d| {
+                d.write_bytes
+                    .saturating_sub(self.disk_before.map_or(0, |b| b.write_bytes))
+            }),
+            size_bytes: self.data_dir.as_deref().map(dir_size),
+        };
+        self.engine = e;
+        self.proc_before = p;
+        self.disk_before = disk;
+        row
+    }
+}

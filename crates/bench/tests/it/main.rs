@@ -1,0 +1,7 @@
+//! Integration tests of the workbench, one binary with a module per subject (fast links).
+//! Every workload test runs against the in-memory model engine.
+
+mod cli;
+mod insert;
+mod report;
+mod tpcc;
