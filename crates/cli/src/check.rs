@@ -22,10 +22,23 @@ pub struct CheckArgs {
     /// Print the full report as JSON (page size, counts, tables, problems)
     #[arg(long)]
     pub json: bool,
+
+    /// Then run TPC-C consistency conditions 1-10 and 12 (11 on fresh data) on a database
+    /// loaded by `evenkeel bench tpcc`, and prove every acknowledged New-Order is present
+    #[arg(long)]
+    pub tpcc: bool,
+
+    /// Engine options file (TOML), used to open the database for --tpcc
+    #[arg(long, value_name = "FILE", requires = "tpcc")]
+    pub config: Option<PathBuf>,
+
+    /// Engine option NAME=VALUE for --tpcc, after --config; repeatable
+    #[arg(long = "set", value_name = "NAME=VALUE", requires = "tpcc")]
+    pub set: Vec<String>,
 }
 
 pub fn run(args: &CheckArgs) -> CmdResult {
-    let _lock = dirlock::lock(&args.dir)?;
+    let lock = dirlock::lock(&args.dir)?;
     let report = match evenkeel::check_dir(&args.dir) {
         Ok(r) => r,
         Err(e @ Error::CorruptPage { .. }) => {
@@ -49,6 +62,10 @@ pub fn run(args: &CheckArgs) -> CmdResult {
         print!("{}", render(&report));
     }
     if report.is_ok() {
+        drop(lock);
+        if args.tpcc {
+            crate::bench::check_tpcc(&args.dir, args.config.clone(), args.set.clone())?;
+        }
         Ok(())
     } else {
         Err(Failure::Damaged(format!(

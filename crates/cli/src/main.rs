@@ -5,6 +5,7 @@
 //! lives in its own module and uses only the engine's public API. Only commands that work are
 //! listed here: no placeholders.
 
+mod bench;
 mod check;
 mod config;
 mod dirlock;
@@ -89,6 +90,25 @@ enum Command {
             would have."
     )]
     Options(knobs::OptionsArgs),
+
+    /// Run a workbench experiment: TPC-C as tpcc-mysql runs it, or the insert benchmark
+    #[command(
+        subcommand,
+        long_about = "Run a workbench experiment on an embedded database (a fresh \
+        temporary directory unless --dir is given): TPC-C as tpcc-mysql runs it, or the insert \
+        benchmark (iibench). Prints per-interval lines, then a summary, and writes \
+        summary.json, timeseries.csv (one row per second) and report.html to --out."
+    )]
+    Bench(evenkeel_bench::BenchCommand),
+
+    /// Run a workbench experiment once per value of a setting and compare the runs
+    #[command(
+        subcommand,
+        long_about = "Run a workbench experiment once per value of an engine option or \
+        workload argument (--vary name=v1,v2,...), then write one table with a row per run \
+        and overlaid throughput charts."
+    )]
+    Sweep(evenkeel_bench::SweepCommand),
 }
 
 fn main() -> ExitCode {
@@ -99,6 +119,8 @@ fn main() -> ExitCode {
         Command::Check(a) => check::run(a),
         Command::Status(a) => status::run(a),
         Command::Options(a) => knobs::run(a),
+        Command::Bench(c) => bench::run_bench(c),
+        Command::Sweep(c) => bench::run_sweep(c),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -520,9 +520,18 @@ fn every_command_has_help_and_only_working_commands_are_listed() {
         .collect();
     assert_eq!(
         listed,
-        ["load", "dump", "check", "status", "options", "help"]
+        ["load", "dump", "check", "status", "options", "bench", "sweep", "help"]
     );
-    for cmd in ["load", "dump", "check", "status", "options", "help-options"] {
+    for cmd in [
+        "load",
+        "dump",
+        "check",
+        "status",
+        "options",
+        "help-options",
+        "bench",
+        "sweep",
+    ] {
         let out = run(&[cmd, "--help"], b"");
         expect_code(&out, 0);
         assert!(text(&out.stdout).contains("Usage: evenkeel"), "{cmd}");

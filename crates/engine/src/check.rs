@@ -236,8 +236,8 @@ fn walk_tree(
     visit: &mut dyn FnMut(&[u8], &[u8]),
 ) {
     // (page, expected level, lower bound, upper bound)
-    let mut stack: Vec<(PageId, Option<u8>, Option<Vec<u8>>, Option<Vec<u8>>)> =
-        vec![(root, None, None, None)];
+    type Pending = (PageId, Option<u8>, Option<Vec<u8>>, Option<Vec<u8>>);
+    let mut stack: Vec<Pending> = vec![(root, None, None, None)];
     let mut leaves: Vec<PageId> = Vec::new();
     let mut fill_sum = 0.0;
     while let Some((pid, level, lo, hi)) = stack.pop() {

@@ -77,6 +77,8 @@ pub(crate) struct DbInner {
     pub(crate) counters: DbCounters,
     closed: AtomicBool,
     close_lock: Mutex<()>,
+    /// Exclusive lock on the data file while open (released when dropped).
+    _dir_lock: Option<std::fs::File>,
 }
 
 impl DbInner {
@@ -160,8 +162,31 @@ fn pool_config(opts: &Options, page_size: usize) -> PoolConfig {
 impl Database {
     /// Creates a new database in `dir` (created if missing). Fails if one exists there.
     pub fn create(dir: impl AsRef<Path>, opts: Options) -> Result<Database> {
-        let storage = Arc::new(FileStorage::new(dir.as_ref(), opts.flush_method)?);
-        Self::create_in(storage, opts)
+        let dir = dir.as_ref();
+        let storage = Arc::new(FileStorage::new(dir, opts.flush_method)?);
+        if storage.exists(DATA_FILE) {
+            return Err(Error::BadDatabase {
+                path: dir.to_path_buf(),
+                reason: "a database already exists here".into(),
+            });
+        }
+        let db = Self::create_in(storage, opts)?;
+        db.with_dir_lock(dir)
+    }
+
+    /// Takes the exclusive lock that keeps a second process (or a second open in this one)
+    /// from writing the same database: two writers would corrupt it silently.
+    fn with_dir_lock(self, dir: &Path) -> Result<Database> {
+        let lock = lock_data_file(dir, true)?;
+        match Arc::try_unwrap(self.inner) {
+            Ok(mut inner) => {
+                inner._dir_lock = Some(lock);
+                Ok(Database {
+                    inner: Arc::new(inner),
+                })
+            }
+            Err(_) => unreachable!("a database just opened has one handle"),
+        }
     }
 
     /// Opens the database in `dir`.
@@ -173,8 +198,10 @@ impl Database {
                 reason: format!("no database here ({DATA_FILE} is missing)"),
             });
         }
+        // Lock first: opening writes the header, which must not race another writer.
+        let lock = lock_data_file(dir, true)?;
         let storage = Arc::new(FileStorage::new(dir, opts.flush_method)?);
-        Self::open_in(storage, opts)
+        Self::open_locked(storage, opts, Some(lock))
     }
 
     /// Opens the database in `dir`, creating it when there is none.
@@ -221,7 +248,14 @@ impl Database {
 
     /// Opens a database on any storage.
     pub fn open_in(storage: Arc<dyn Storage>, opts: Options) -> Result<Database> {
-        opts.validate()?;
+        Self::open_locked(storage, opts, None)
+    }
+
+    fn open_locked(
+        storage: Arc<dyn Storage>,
+        mut opts: Options,
+        dir_lock: Option<std::fs::File>,
+    ) -> Result<Database> {
         let location = storage.describe();
         let bad = |reason: String| Error::BadDatabase {
             path: PathBuf::from(&location).join(DATA_FILE),
@@ -240,6 +274,9 @@ impl Database {
         let mut first = vec![0u8; page::MIN_PAGE_SIZE];
         file.read_at(&mut first, 0)?;
         let ps = space::probe_page_size(&first).map_err(bad)?;
+        // The file's page size wins over the option (which only applies at create time).
+        opts.page_size = ps;
+        opts.validate()?;
         if len % ps as u64 != 0 {
             return Err(bad(format!(
                 "file length {len} is not a multiple of its page size {ps}: truncated or not \
@@ -296,6 +333,7 @@ impl Database {
                 counters: DbCounters::default(),
                 closed: AtomicBool::new(false),
                 close_lock: Mutex::new(()),
+                _dir_lock: dir_lock,
             }),
         })
     }
@@ -412,6 +450,30 @@ impl Database {
     }
 }
 
+/// Locks `dir/evenkeel.data` (exclusive for writers, shared for `check`) with flock(2),
+/// through a handle of its own so the lock does not depend on the storage backend.
+fn lock_data_file(dir: &Path, exclusive: bool) -> Result<std::fs::File> {
+    let path = dir.join(DATA_FILE);
+    let f = std::fs::File::open(&path)
+        .map_err(|e| Error::io(path.display().to_string(), "open for locking", e))?;
+    let r = if exclusive {
+        f.try_lock()
+    } else {
+        f.try_lock_shared()
+    };
+    match r {
+        Ok(()) => Ok(f),
+        Err(std::fs::TryLockError::WouldBlock) => Err(Error::BadDatabase {
+            path: path.clone(),
+            reason: "the database is open in another process (or another handle in this one)"
+                .into(),
+        }),
+        Err(std::fs::TryLockError::Error(e)) => {
+            Err(Error::io(path.display().to_string(), "lock", e))
+        }
+    }
+}
+
 /// Checks the database in a directory without opening it for writing.
 pub fn check_dir(dir: impl AsRef<Path>) -> Result<crate::check::CheckReport> {
     let dir = dir.as_ref();
@@ -421,6 +483,7 @@ pub fn check_dir(dir: impl AsRef<Path>) -> Result<crate::check::CheckReport> {
             reason: format!("no database here ({DATA_FILE} is missing)"),
         });
     }
+    let _lock = lock_data_file(dir, false)?;
     let storage = FileStorage::new(dir, crate::io::FlushMethod::Fsync)?;
     let file: Arc<dyn File> = storage.open(DATA_FILE, FileKind::Data, false)?;
     crate::check::check_file(file.as_ref())

@@ -37,6 +37,7 @@ impl List {
 
 /// Outcome of touching a page, for the made-young / not-young counters.
 #[derive(Debug, PartialEq, Eq)]
+#[allow(clippy::enum_variant_names)] // InnoDB's own vocabulary: made young / not young
 pub enum Touch {
     MadeYoung,
     NotYoung,
@@ -82,10 +83,7 @@ impl Lru {
         self.young.len + self.old.len
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
+    #[cfg(test)]
     pub fn old_len(&self) -> usize {
         self.old.len
     }

@@ -260,10 +260,8 @@ impl Scan<'_> {
                 }
             };
             if take_ws {
-                if let Some((k, v)) = self.ws.pop_front() {
-                    if let Some(v) = v {
-                        return Ok(Some((k, v)));
-                    }
+                if let Some((k, Some(v))) = self.ws.pop_front() {
+                    return Ok(Some((k, v)));
                 }
             } else {
                 return Ok(self.tree_rows.pop_front());

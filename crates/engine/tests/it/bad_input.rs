@@ -34,7 +34,10 @@ fn garbage_page_is_reported_by_check_and_on_read() {
     assert!(!r.is_ok());
     let p = &r.problems[0];
     assert_eq!(p.page, 5);
-    assert!(p.rule.contains("checksum") || p.rule.contains("torn"), "{p}");
+    assert!(
+        p.rule.contains("checksum") || p.rule.contains("torn"),
+        "{p}"
+    );
     assert!(p.file.contains("evenkeel.data"));
     // reading through the pool reports the same page, every time, without a panic
     let t = db.table("t").unwrap();
@@ -62,7 +65,9 @@ fn wrong_page_size_is_refused() {
     p0[52..56].copy_from_slice(&4096u32.to_le_bytes());
     f.write_at(&p0, 0).unwrap();
     f.sync().unwrap();
-    let err = Database::open_in(Arc::new(sim.clone()), o.clone()).err().unwrap();
+    let err = Database::open_in(Arc::new(sim.clone()), o.clone())
+        .err()
+        .unwrap();
     assert!(err.to_string().contains("page 0"), "{err}");
     // a page size outside the allowed set
     p0[52..56].copy_from_slice(&12345u32.to_le_bytes());
@@ -78,10 +83,14 @@ fn truncated_file_is_refused() {
     let len = f.len().unwrap();
     f.set_len(len - 4096).unwrap();
     f.sync().unwrap();
-    let err = Database::open_in(Arc::new(sim.clone()), o.clone()).err().unwrap();
+    let err = Database::open_in(Arc::new(sim.clone()), o.clone())
+        .err()
+        .unwrap();
     assert!(err.to_string().contains("truncated"), "{err}");
     f.set_len(len - 100).unwrap();
-    let err = Database::open_in(Arc::new(sim.clone()), o.clone()).err().unwrap();
+    let err = Database::open_in(Arc::new(sim.clone()), o.clone())
+        .err()
+        .unwrap();
     assert!(err.to_string().contains("not a multiple"), "{err}");
     f.set_len(10).unwrap();
     let err = Database::open_in(Arc::new(sim), o).err().unwrap();
@@ -93,10 +102,14 @@ fn not_a_database() {
     let sim = SimStorage::new();
     let f = sim.open("evenkeel.data", FileKind::Data, true).unwrap();
     f.write_at(&[7u8; 8192], 0).unwrap();
-    let err = Database::open_in(Arc::new(sim), Default::default()).err().unwrap();
+    let err = Database::open_in(Arc::new(sim), Default::default())
+        .err()
+        .unwrap();
     assert!(err.to_string().contains("bad magic"), "{err}");
     let dir = tempfile::tempdir().unwrap();
-    let err = Database::open(dir.path(), Default::default()).err().unwrap();
+    let err = Database::open(dir.path(), Default::default())
+        .err()
+        .unwrap();
     assert!(err.to_string().contains("no database"), "{err}");
 }
 
@@ -110,12 +123,22 @@ fn key_and_name_limits() {
     txn.put(&t, &vec![1u8; max], b"ok").unwrap();
     let err = txn.put(&t, &vec![1u8; max + 1], b"no").unwrap_err();
     assert!(
-        matches!(err, Error::KeyTooLarge { len: 513, max: 512, page_size: 4096 }),
+        matches!(
+            err,
+            Error::KeyTooLarge {
+                len: 513,
+                max: 512,
+                page_size: 4096
+            }
+        ),
         "{err}"
     );
     assert!(err.to_string().contains("512"));
     txn.commit().unwrap();
-    assert!(matches!(db.create_table(""), Err(Error::InvalidTableName { .. })));
+    assert!(matches!(
+        db.create_table(""),
+        Err(Error::InvalidTableName { .. })
+    ));
     assert!(matches!(db.create_table("t"), Err(Error::TableExists(_))));
     assert!(matches!(db.table("nope"), Err(Error::TableNotFound(_))));
     assert_eq!(

@@ -92,7 +92,7 @@ fn scans_while_writers_split() {
                     let mut txn = db.begin();
                     txn.put(&t, &k, &val(i, 120)).unwrap();
                     txn.commit().unwrap();
-                    if i % 3 == 0 {
+                    if i.is_multiple_of(3) {
                         let mut txn = db.begin();
                         txn.delete(&t, &k).unwrap();
                         txn.commit().unwrap();

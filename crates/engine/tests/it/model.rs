@@ -142,7 +142,11 @@ fn grow_shrink_reuses_space() {
         let r = assert_check(&db);
         assert_eq!(r.tables[0].rows, 0);
         assert_eq!(r.tables[0].leaf_pages, 1, "emptied leaves are freed");
-        assert_eq!(r.free_pages + 3, r.page_count, "every emptied page is on the free list");
+        assert_eq!(
+            r.free_pages + 3,
+            r.page_count,
+            "every emptied page is on the free list"
+        );
         if round == 1 {
             // the second fill reused the free list instead of growing the file
             assert_eq!(r.page_count, pages_full);
@@ -156,7 +160,8 @@ fn drop_table_frees_pages() {
     let t = db.create_table("gone").unwrap();
     let mut txn = db.begin();
     for i in 0..5_000u64 {
-        txn.put(&t, &key16(i), &val(i, if i % 100 == 0 { 9000 } else { 50 })).unwrap();
+        txn.put(&t, &key16(i), &val(i, if i % 100 == 0 { 9000 } else { 50 }))
+            .unwrap();
     }
     txn.commit().unwrap();
     let before = assert_check(&db);

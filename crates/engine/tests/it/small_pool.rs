@@ -16,12 +16,16 @@ fn pool_of_64_pages_over_100k_rows() {
         let mut txn = db.begin();
         for j in 0..n / 100 {
             let i = (j * 100 + chunk) * 48271 % n;
-            txn.put(&t, &key16(i), &val(i, 16 + (i % 100) as usize)).unwrap();
+            txn.put(&t, &key16(i), &val(i, 16 + (i % 100) as usize))
+                .unwrap();
         }
         txn.commit().unwrap();
     }
     let st = db.status();
-    assert!(st.buffer.evictions > 0 && st.buffer.pages_read > 0, "{st:?}");
+    assert!(
+        st.buffer.evictions > 0 && st.buffer.pages_read > 0,
+        "{st:?}"
+    );
     // threads reading and writing through the tiny pool at once
     std::thread::scope(|s| {
         for w in 0..3u64 {
@@ -33,7 +37,8 @@ fn pool_of_64_pages_over_100k_rows() {
                     assert_eq!(got, Some(val(i, 16 + (i % 100) as usize)));
                     if j % 10 == w {
                         let mut txn = db.begin();
-                        txn.put(&t, &key16(i), &val(i, 16 + (i % 100) as usize)).unwrap();
+                        txn.put(&t, &key16(i), &val(i, 16 + (i % 100) as usize))
+                            .unwrap();
                         txn.commit().unwrap();
                     }
                 }

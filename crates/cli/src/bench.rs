@@ -1,0 +1,35 @@
+//! bench: mounts the workbench (crate evenkeel-bench) as `evenkeel bench`, `evenkeel sweep`
+//! and `evenkeel check DIR --tpcc`, mapping its errors to the CLI's exit codes.
+
+use crate::failure::{CmdResult, Failure};
+use evenkeel_bench::{BenchCommand, BenchError, EngineSpec, SweepCommand};
+use std::path::{Path, PathBuf};
+
+fn failure(e: BenchError) -> Failure {
+    match e {
+        BenchError::Usage(m) => Failure::Usage(m),
+        BenchError::Inconsistent(m) => Failure::Damaged(m),
+        other => Failure::Operation(other.to_string()),
+    }
+}
+
+pub fn run_bench(cmd: &BenchCommand) -> CmdResult {
+    evenkeel_bench::run_bench(cmd).map(|_| ()).map_err(failure)
+}
+
+pub fn run_sweep(cmd: &SweepCommand) -> CmdResult {
+    evenkeel_bench::run_sweep(cmd).map(|_| ()).map_err(failure)
+}
+
+/// TPC-C consistency conditions (clause 3.3.2) on a database the workbench loaded.
+pub fn check_tpcc(dir: &Path, config: Option<PathBuf>, set: Vec<String>) -> CmdResult {
+    let spec = EngineSpec::evenkeel(config, set);
+    let r = evenkeel_bench::tpcc_check_dir(dir, &spec)
+        .and_then(|r| r.into_result())
+        .map_err(failure)?;
+    println!(
+        "TPC-C consistency: conditions {:?} hold on {} warehouses",
+        r.conditions_checked, r.warehouses
+    );
+    Ok(())
+}
