@@ -123,7 +123,7 @@ impl Catalog {
             return Err(Error::TableExists(name.to_string()));
         }
         let (id, root) = {
-            let mut mtr = Mtr::new(cx.pool, cx.lsn);
+            let mut mtr = Mtr::new(cx.pool, cx.dur);
             let hs = mtr.write(HEADER_PAGE)?;
             let h = Header::decode(mtr.peek(hs));
             let id = h.next_table_id;
@@ -133,7 +133,7 @@ impl Catalog {
             let rs = space::allocate(&mut mtr, hs, PageType::Leaf, id)?;
             space::set_next_table_id(mtr.pg(hs), id + 1);
             let root = mtr.pid(rs);
-            mtr.commit();
+            mtr.commit()?;
             (id, root)
         };
         self.tree.put(cx, name.as_bytes(), &encode(id, root))?;

@@ -6,16 +6,20 @@
 //! that dies without closing loses what was not yet written back.
 
 use crate::btree::{Ctx, Tree, TreeCounters};
-use crate::buffer::{BufferPool, PoolConfig, PoolStatus};
+use crate::buffer::{BufferPool, DirectSink, PageSink, PoolConfig, PoolStatus};
 use crate::catalog::Catalog;
 use crate::error::{Error, Result};
+use crate::flush::{cleaner, Durability, FlushConfig};
 use crate::io::{File, FileKind, FileStorage, IoStats, Storage};
 use crate::mtr::Mtr;
 use crate::options::Options;
 use crate::page::{self, node};
+use crate::recovery::{self, RecoveryReport};
 use crate::space::{self, Header, HEADER_PAGE};
+use crate::txn::locks::{LockLimits, LockTable};
 use crate::txn::transaction::Transaction;
-use crate::types::{Lsn, PageId};
+use crate::types::PageId;
+use crate::wal::{self, FlushAtCommit, Log, LogConfig};
 use parking_lot::Mutex;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -69,8 +73,12 @@ pub(crate) struct DbCounters {
 pub(crate) struct DbInner {
     pub(crate) location: String,
     pub(crate) storage: Arc<dyn Storage>,
-    pub(crate) pool: BufferPool,
-    pub(crate) lsn: AtomicU64,
+    pub(crate) pool: Arc<BufferPool>,
+    pub(crate) dur: Arc<Durability>,
+    pub(crate) locks: LockTable,
+    pub(crate) next_txn: AtomicU64,
+    pub(crate) recovery: RecoveryReport,
+    cleaner: Mutex<Option<std::thread::JoinHandle<()>>>,
     pub(crate) catalog: Catalog,
     pub(crate) opts: Options,
     pub(crate) tree_counters: Arc<TreeCounters>,
@@ -85,7 +93,7 @@ impl DbInner {
     pub(crate) fn ctx(&self) -> Ctx<'_> {
         Ctx {
             pool: &self.pool,
-            lsn: &self.lsn,
+            dur: &self.dur,
         }
     }
 
@@ -93,26 +101,39 @@ impl DbInner {
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::Poisoned(format!("{} is closed", self.location)));
         }
-        Ok(())
+        self.dur.check_poison()
     }
 
     fn shutdown(&self) -> Result<()> {
         let _g = self.close_lock.lock();
-        if self.closed.load(Ordering::Acquire) {
+        if self.closed.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
-        self.pool.flush_all()?;
-        {
-            let mut mtr = Mtr::new(&self.pool, &self.lsn);
-            let hs = mtr.write(HEADER_PAGE)?;
-            let lsn = Lsn(self.lsn.load(Ordering::Acquire) + 1);
-            space::set_shutdown(mtr.pg(hs), lsn, true);
-            mtr.commit();
+        self.dur.stop();
+        if let Some(h) = self.cleaner.lock().take() {
+            let _ = h.join();
         }
-        self.pool.flush_all()?;
-        self.closed.store(true, Ordering::Release);
-        Ok(())
+        if self.dur.check_poison().is_err() {
+            // nothing more may reach the data file; recovery will redo from the log
+            return self.dur.log.close();
+        }
+        sharp_checkpoint(&self.dur, true)?;
+        self.dur.log.close()
     }
+}
+
+/// Writes every dirty page and a checkpoint at the log end (and the clean-shutdown flag).
+fn sharp_checkpoint(dur: &Durability, clean: bool) -> Result<()> {
+    {
+        let mut mtr = Mtr::new(&dur.pool, dur);
+        let hs = mtr.write(HEADER_PAGE)?;
+        let lsn = dur.log.current_lsn();
+        space::set_shutdown(mtr.pg(hs), lsn, clean);
+        mtr.commit()?;
+    }
+    dur.pool.flush_all().inspect_err(|e| dur.poison(e))?;
+    dur.checkpoint()?;
+    Ok(())
 }
 
 impl Drop for DbInner {
@@ -128,10 +149,25 @@ impl Drop for DbInner {
 pub struct Status {
     pub location: String,
     pub page_size: usize,
+    /// Current LSN (end of the redo stream), flushed LSN and checkpoint LSN.
+    pub lsn: u64,
+    pub flushed_lsn: u64,
+    pub checkpoint_lsn: u64,
+    pub checkpoint_age_bytes: u64,
+    pub checkpoint_age_pct: f64,
+    pub log_capacity_bytes: u64,
+    pub log: wal::LogStats,
+    pub pages_flushed_background: u64,
+    pub pages_flushed_sync: u64,
+    pub sync_flush_waits: u64,
+    pub sync_flush_wait_us: u64,
+    pub log_full_waits: u64,
+    pub checkpoints: u64,
+    pub recovery: RecoveryReport,
+    pub locks: crate::txn::locks::LockStats,
     pub page_overhead_bytes: usize,
     pub buffer_pool_size: u64,
     pub buffer_pool_instances: usize,
-    pub lsn: u64,
     pub file_pages: u32,
     pub free_list_pages: u32,
     pub file_bytes: u64,
@@ -147,6 +183,49 @@ pub struct Status {
     pub rows_written: u64,
     pub rows_deleted: u64,
     pub io: IoStats,
+}
+
+fn log_config(opts: &Options) -> LogConfig {
+    LogConfig {
+        file_size: opts.log_file_size,
+        files: opts.log_files_in_group,
+        buffer_size: opts.log_buffer_size as usize,
+        block_size: opts.log_block_size,
+        flush_at_commit: match opts.flush_log_at_trx_commit {
+            0 => FlushAtCommit::Zero,
+            2 => FlushAtCommit::Two,
+            _ => FlushAtCommit::One,
+        },
+        ..LogConfig::default()
+    }
+}
+
+fn flush_config(opts: &Options) -> FlushConfig {
+    FlushConfig {
+        io_capacity: opts.io_capacity,
+        io_capacity_max: opts.io_capacity_max,
+        async_pct: opts.checkpoint_async_point_pct as f64,
+        sync_pct: opts.checkpoint_sync_point_pct as f64,
+    }
+}
+
+/// The doublewrite area when `doublewrite` is on, else direct in-place writes.
+fn page_sink(
+    _storage: &Arc<dyn Storage>,
+    _opts: &Options,
+    _page_size: usize,
+) -> Result<Box<dyn PageSink>> {
+    Ok(Box::new(DirectSink))
+}
+
+/// Restores torn pages from the doublewrite area (before redo reads them).
+fn repair_torn_pages(
+    _storage: &Arc<dyn Storage>,
+    _opts: &Options,
+    _page_size: usize,
+    _file: &Arc<dyn File>,
+) -> Result<u64> {
+    Ok(0)
 }
 
 fn pool_config(opts: &Options, page_size: usize) -> PoolConfig {
@@ -223,11 +302,17 @@ impl Database {
             });
         }
         let ps = opts.page_size;
+        let log = Arc::new(Log::create(storage.clone(), log_config(&opts))?);
         let file = storage.open(DATA_FILE, FileKind::Data, true)?;
-        let pool = BufferPool::new(&pool_config(&opts, ps), file)?;
-        let lsn = AtomicU64::new(0);
+        let pool = Arc::new(BufferPool::new(
+            &pool_config(&opts, ps),
+            file,
+            Some(log.clone()),
+            page_sink(&storage, &opts, ps)?,
+        )?);
+        let dur = Durability::new(log.clone(), pool, flush_config(&opts));
         {
-            let mut mtr = Mtr::new(&pool, &lsn);
+            let mut mtr = Mtr::new(&dur.pool, &dur);
             let hs = mtr.create(HEADER_PAGE)?;
             let cs = mtr.create(PageId(1))?;
             space::format_header(mtr.pg(hs), ps, PageId(1));
@@ -237,16 +322,17 @@ impl Database {
                 page::PageType::Leaf,
                 crate::catalog::CATALOG_TABLE_ID,
             );
-            mtr.commit();
+            mtr.commit()?;
         }
-        pool.flush_all()?;
+        sharp_checkpoint(&dur, true)?;
         // IMPORTANT: the new data file is not durable until its directory is synced.
         storage.sync_dir()?;
-        drop(pool);
+        log.close()?;
+        drop(dur);
         Self::open_in(storage, opts)
     }
 
-    /// Opens a database on any storage.
+    /// Opens a database on any storage, running crash recovery first.
     pub fn open_in(storage: Arc<dyn Storage>, opts: Options) -> Result<Database> {
         Self::open_locked(storage, opts, None)
     }
@@ -256,6 +342,7 @@ impl Database {
         mut opts: Options,
         dir_lock: Option<std::fs::File>,
     ) -> Result<Database> {
+        let started = std::time::Instant::now();
         let location = storage.describe();
         let bad = |reason: String| Error::BadDatabase {
             path: PathBuf::from(&location).join(DATA_FILE),
@@ -283,58 +370,81 @@ impl Database {
                  written with this page size"
             )));
         }
-        let pool = BufferPool::new(&pool_config(&opts, ps), file.clone())?;
+        let (log, recovered) = Log::open(storage.clone(), log_config(&opts))?;
+        let log = Arc::new(log);
+        let mut report = RecoveryReport::default();
+        let sink = page_sink(&storage, &opts, ps)?;
+        report.pages_repaired_from_doublewrite = repair_torn_pages(&storage, &opts, ps, &file)?;
+        let pool = Arc::new(BufferPool::new(
+            &pool_config(&opts, ps),
+            file.clone(),
+            Some(log.clone()),
+            sink,
+        )?);
+        let pending = recovery::redo(&pool, &recovered, &mut report)?;
+        drop(recovered);
+        let dur = Arc::new(Durability::new(
+            log.clone(),
+            pool.clone(),
+            flush_config(&opts),
+        ));
         let header = {
             let g = pool.read(HEADER_PAGE)?;
             Header::decode(&g)
         };
-        if header.page_size != ps {
-            return Err(bad("header page size changed between reads".into()));
-        }
         let needed = header.page_count as u64 * ps as u64;
-        if len < needed {
+        if file.len()? < needed && header.clean {
             return Err(bad(format!(
-                "file is truncated: header says {} pages ({needed} bytes), file has {len} bytes",
-                header.page_count
+                "file is truncated: header says {} pages ({needed} bytes), file has {} bytes",
+                header.page_count,
+                file.len()?
             )));
         }
-        if !header.clean {
-            tracing::warn!(
-                "{location}: the database was not closed cleanly; changes not written back \
-                 before the crash are lost (no redo log yet)"
-            );
-        }
-        let lsn = AtomicU64::new(header.shutdown_lsn.0);
-        {
-            // Mark the file as open; a clean close sets the flag again.
-            let mut mtr = Mtr::new(&pool, &lsn);
-            let hs = mtr.write(HEADER_PAGE)?;
-            space::set_shutdown(mtr.pg(hs), header.shutdown_lsn, false);
-            mtr.commit();
-        }
-        pool.flush_all()?;
         let tree_counters = Arc::new(TreeCounters::default());
         let catalog = {
             let cx = Ctx {
                 pool: &pool,
-                lsn: &lsn,
+                dur: &dur,
             };
             Catalog::load(&cx, header.catalog_root, tree_counters.clone())?
         };
-        Ok(Database {
-            inner: Arc::new(DbInner {
-                location,
-                storage,
-                pool,
-                lsn,
-                catalog,
-                opts,
-                tree_counters,
-                counters: DbCounters::default(),
-                closed: AtomicBool::new(false),
-                close_lock: Mutex::new(()),
-                _dir_lock: dir_lock,
+        let inner = DbInner {
+            location,
+            storage,
+            pool,
+            dur,
+            locks: LockTable::new(LockLimits {
+                memory_max_bytes: opts.max_lock_memory as usize,
             }),
+            next_txn: AtomicU64::new(1),
+            recovery: RecoveryReport::default(),
+            cleaner: Mutex::new(None),
+            catalog,
+            opts,
+            tree_counters,
+            counters: DbCounters::default(),
+            closed: AtomicBool::new(false),
+            close_lock: Mutex::new(()),
+            _dir_lock: dir_lock,
+        };
+        report.transactions_reapplied = crate::txn::transaction::reapply(&inner, pending)?;
+        // A sharp checkpoint ends recovery: the next crash starts from here.
+        sharp_checkpoint(&inner.dur, false)?;
+        report.seconds = started.elapsed().as_secs_f64();
+        if report.groups > 0 {
+            tracing::info!("{}: recovery: {report:?}", inner.location);
+        }
+        let mut inner = inner;
+        inner.recovery = report;
+        log.start_background()?;
+        let dur = inner.dur.clone();
+        let handle = std::thread::Builder::new()
+            .name("evenkeel-flusher".into())
+            .spawn(move || cleaner::run(dur))
+            .map_err(|e| Error::io("flusher thread", "spawn", e))?;
+        *inner.cleaner.lock() = Some(handle);
+        Ok(Database {
+            inner: Arc::new(inner),
         })
     }
 
@@ -406,13 +516,30 @@ impl Database {
         let header = i.pool.read(HEADER_PAGE).map(|g| Header::decode(&g)).ok();
         let tc = &i.tree_counters;
         let ld = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let log = &i.dur.log;
+        let (lsn, cp) = (log.current_lsn().0, log.checkpoint_lsn().0);
+        let fc = &i.dur.counters;
         Status {
             location: i.location.clone(),
             page_size: i.pool.page_size(),
+            lsn,
+            flushed_lsn: log.flushed_lsn().0,
+            checkpoint_lsn: cp,
+            checkpoint_age_bytes: lsn.saturating_sub(cp),
+            checkpoint_age_pct: 100.0 * lsn.saturating_sub(cp) as f64 / log.capacity() as f64,
+            log_capacity_bytes: log.capacity(),
+            log: log.stats(),
+            pages_flushed_background: ld(&fc.pages_flushed_background),
+            pages_flushed_sync: ld(&fc.pages_flushed_sync),
+            sync_flush_waits: ld(&fc.sync_flush_waits),
+            sync_flush_wait_us: ld(&fc.sync_flush_wait_us),
+            log_full_waits: ld(&fc.log_full_waits),
+            checkpoints: ld(&fc.checkpoints),
+            recovery: i.recovery.clone(),
+            locks: i.locks.stats(),
             page_overhead_bytes: page::PAGE_OVERHEAD,
             buffer_pool_size: i.pool.frame_count() as u64 * i.pool.page_size() as u64,
             buffer_pool_instances: i.opts.buffer_pool_instances,
-            lsn: i.lsn.load(Ordering::Relaxed),
             file_pages: header.map_or(0, |h| h.page_count),
             free_list_pages: header.map_or(0, |h| h.free_count),
             file_bytes: i.pool.file().len().unwrap_or(0),
@@ -431,10 +558,17 @@ impl Database {
         }
     }
 
-    /// Writes every dirty page back and syncs the data file (a sharp checkpoint).
+    /// Writes every dirty page back and writes a checkpoint at the log end (a sharp
+    /// checkpoint). Returns the pages written.
     pub fn flush(&self) -> Result<usize> {
         self.inner.check_open()?;
-        self.inner.pool.flush_all()
+        let n = self
+            .inner
+            .pool
+            .flush_all()
+            .inspect_err(|e| self.inner.dur.poison(e))?;
+        self.inner.dur.checkpoint()?;
+        Ok(n)
     }
 
     /// Verifies every page checksum and every B+tree invariant. Run it on a quiescent

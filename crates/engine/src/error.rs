@@ -98,6 +98,24 @@ pub enum Error {
     LogClosed,
     #[error("transaction is no longer usable: {0}")]
     TransactionClosed(&'static str),
+    #[error(
+        "transaction too large: {what} of {bytes} bytes is over the limit of {limit} bytes ({why})"
+    )]
+    TransactionTooLarge {
+        what: &'static str,
+        bytes: u64,
+        limit: u64,
+        why: &'static str,
+    },
+    #[error("recovery failed at LSN {lsn}: {reason}")]
+    Recovery { lsn: u64, reason: String },
+}
+
+impl Error {
+    /// Whether retrying the whole transaction may succeed (lock conflicts).
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, Error::Deadlock { .. } | Error::LockWaitTimeout { .. })
+    }
 }
 
 impl Error {

@@ -1,33 +1,48 @@
 //! mtr: mini-transactions. A set of X-latched pages changed together and committed at once:
 //! at commit every changed page gets the mtr's LSN and enters its flush list (if it was clean).
 //!
-//! Recipe for every page change (as PostgreSQL's): latch -> modify -> (log) -> stamp LSN ->
-//! mark dirty -> unlatch. Until the redo log lands, the LSN comes from a counter; the durable
-//! write path will make commit append the mtr's redo records and an end marker first.
+//! Recipe for every page change (as PostgreSQL's): latch -> modify -> log -> stamp LSN ->
+//! mark dirty -> unlatch. The first write access to a page snapshots it; at commit each changed
+//! page becomes one PageDiff record (the changed byte ranges; wal/record.rs), and all of them
+//! are appended as one log group, which the reader returns only whole: splits and root growth
+//! are atomic in the log. Pages get the group's end LSN; clean pages enter their flush list
+//! with the group's start LSN as oldest_modification, under the checkpoint fence (flush/).
 //!
 //! What must stay true: an mtr acquires every page it may need (and reads it from disk) before
 //! it changes the first one, so an I/O error can abort it cleanly with nothing modified.
 
 use crate::buffer::{BufferPool, PageWrite};
 use crate::error::Result;
+use crate::flush::Durability;
 use crate::types::{Lsn, PageId};
-use std::sync::atomic::{AtomicU64, Ordering};
+use crate::wal::record;
 
 /// Handle of a page held by an mtr.
 pub type Slot = usize;
 
+/// What a held page looked like before this mtr changed it.
+enum Before {
+    /// Not changed yet.
+    Untouched,
+    /// A page beyond the old end of the file: all zeros.
+    Fresh,
+    Image(Box<[u8]>),
+}
+
 pub struct Mtr<'a> {
     pool: &'a BufferPool,
-    lsn: &'a AtomicU64,
+    dur: &'a Durability,
     pages: Vec<Option<PageWrite<'a>>>,
+    before: Vec<Before>,
 }
 
 impl<'a> Mtr<'a> {
-    pub fn new(pool: &'a BufferPool, lsn: &'a AtomicU64) -> Self {
+    pub fn new(pool: &'a BufferPool, dur: &'a Durability) -> Self {
         Mtr {
             pool,
-            lsn,
+            dur,
             pages: Vec::with_capacity(8),
+            before: Vec::with_capacity(8),
         }
     }
 
@@ -48,12 +63,23 @@ impl<'a> Mtr<'a> {
     /// A frame for a page beyond the end of the file (no read).
     pub fn create(&mut self, pid: PageId) -> Result<Slot> {
         let g = self.pool.create(pid)?;
-        Ok(self.adopt(g))
+        let s = self.adopt(g);
+        self.before[s] = Before::Fresh;
+        Ok(s)
     }
 
     pub fn adopt(&mut self, g: PageWrite<'a>) -> Slot {
         self.pages.push(Some(g));
+        self.before.push(Before::Untouched);
         self.pages.len() - 1
+    }
+
+    fn snapshot(&mut self, s: Slot) {
+        if matches!(self.before[s], Before::Untouched) {
+            if let Some(Some(g)) = self.pages.get(s) {
+                self.before[s] = Before::Image(g[..].into());
+            }
+        }
     }
 
     /// The slot holding `pid`, if this mtr latched it already.
@@ -81,6 +107,7 @@ impl<'a> Mtr<'a> {
 
     /// Write access to a held page: the page will be stamped at commit.
     pub fn pg(&mut self, s: Slot) -> &mut [u8] {
+        self.snapshot(s);
         match self.pages.get_mut(s) {
             Some(Some(g)) => &mut g[..],
             _ => unreachable!("mtr slot {s} not held"),
@@ -90,6 +117,8 @@ impl<'a> Mtr<'a> {
     /// Two distinct held pages, both writable.
     pub fn pg2(&mut self, a: Slot, b: Slot) -> (&mut [u8], &mut [u8]) {
         assert_ne!(a, b, "pg2 of one slot");
+        self.snapshot(a);
+        self.snapshot(b);
         let (lo, hi, swap) = if a < b { (a, b, false) } else { (b, a, true) };
         let (left, right) = self.pages.split_at_mut(hi);
         let (x, y) = match (&mut left[lo], &mut right[0]) {
@@ -117,22 +146,56 @@ impl<'a> Mtr<'a> {
             .count()
     }
 
-    /// Stamps every modified page with a fresh LSN and releases all latches.
-    pub fn commit(mut self) -> Lsn {
+    /// Logs every changed page as one group, stamps the pages and releases all latches.
+    /// Returns the group's end LSN (or the log's current LSN if nothing changed).
+    pub fn commit(mut self) -> Result<Lsn> {
         self.finish()
     }
 
-    fn finish(&mut self) -> Lsn {
-        let lsn = Lsn(self.lsn.fetch_add(1, Ordering::AcqRel) + 1);
-        for g in self.pages.iter_mut().flatten() {
-            if g.is_modified() {
-                g.stamp(lsn);
+    fn finish(&mut self) -> Result<Lsn> {
+        let mut payload = Vec::new();
+        for (g, before) in self.pages.iter().zip(&self.before) {
+            let Some(g) = g else { continue };
+            if !g.is_modified() {
+                continue;
             }
+            let img = match before {
+                Before::Fresh => None,
+                Before::Image(b) => Some(&b[..]),
+                Before::Untouched => unreachable!("modified page without a before-image"),
+            };
+            record::encode_page_diff(&mut payload, g.page_id(), img, g);
         }
+        let result = if payload.is_empty() {
+            for g in self.pages.iter_mut().flatten() {
+                g.abandon_changes(); // only LSN bytes differ: nothing to log or write
+            }
+            Ok(self.dur.log.current_lsn())
+        } else {
+            match self.dur.append_fenced(&payload) {
+                Ok((range, fence)) => {
+                    for g in self.pages.iter_mut().flatten() {
+                        if g.is_modified() {
+                            g.stamp(range.start, range.end);
+                        }
+                    }
+                    drop(fence);
+                    Ok(range.end)
+                }
+                Err(e) => {
+                    // poisoned: these changes are never logged, so they must never be written
+                    for g in self.pages.iter_mut().flatten() {
+                        g.abandon_changes();
+                    }
+                    Err(e)
+                }
+            }
+        };
         while let Some(g) = self.pages.pop() {
             drop(g);
         }
-        lsn
+        self.before.clear();
+        result
     }
 }
 
@@ -142,7 +205,9 @@ impl Drop for Mtr<'_> {
     /// (allocated and formatted pages) and must reach their flush lists.
     fn drop(&mut self) {
         if self.modified_count() > 0 {
-            self.finish();
+            if let Err(e) = self.finish() {
+                tracing::error!("an mtr dropped on an error path could not be logged: {e}");
+            }
         }
     }
 }

@@ -35,8 +35,7 @@ enum Kind {
         max: u64,
         unit: &'static str,
     },
-    /// on/off/true/false/1/0; the value is 0 or 1. No knob uses it yet; the parser is tested.
-    #[allow(dead_code)]
+    /// on/off/true/false/1/0; the value is 0 or 1.
     Bool,
     /// One of the names (case-insensitive, `-` = `_`); the value is the index.
     Name(&'static [&'static str]),
@@ -245,6 +244,32 @@ knobs! {
     old_blocks_time: u32 = 1000, Kind::Int { min: 0, max: u32::MAX as u64, unit: "milliseconds" };
     /// How writes are made durable: fsync, o_dsync (log files), o_direct (data files), o_direct_no_fsync.
     flush_method: FlushMethod = FlushMethod::Fsync, Kind::Name(FlushMethod::NAMES);
+    /// Size in bytes of each redo log file; capacity is log_file_size x log_files_in_group (less headers). Used at create; on open the files' size wins.
+    log_file_size: u64 = 48 * MIB, Kind::Size { min: 256 * KIB, max: 512 * GIB };
+    /// Number of redo log files, reused circularly behind the checkpoint.
+    log_files_in_group: u32 = 2, Kind::Int { min: 1, max: 100, unit: "" };
+    /// Bytes of the in-memory log buffer; an appender waits (counted) when it is full.
+    log_buffer_size: u64 = 16 * MIB, Kind::Size { min: 256 * KIB, max: 4 * GIB };
+    /// Bytes per redo log block (the unit of log writes): 512 or 4096.
+    log_block_size: usize = 512, Kind::SizeChoice(&[512, 4096]);
+    /// 1: a commit is fsynced before it returns; 2: written to the OS at commit, fsynced about every second; 0: written and fsynced about every second.
+    flush_log_at_trx_commit: u32 = 1, Kind::Int { min: 0, max: 2, unit: "" };
+    /// Pages per second the background flusher writes while the checkpoint age is under the async point.
+    io_capacity: u64 = 200, Kind::Int { min: 100, max: u32::MAX as u64, unit: "pages per second" };
+    /// Pages per second the background flusher may write past the async point.
+    io_capacity_max: u64 = 2000, Kind::Int { min: 100, max: u32::MAX as u64, unit: "pages per second" };
+    /// Checkpoint age, in percent of log capacity, past which flushing is forced (about 7/8).
+    checkpoint_async_point_pct: u32 = 88, Kind::Int { min: 10, max: 98, unit: "percent" };
+    /// Checkpoint age, in percent of log capacity, past which committing threads flush pages themselves before they may append (about 15/16).
+    checkpoint_sync_point_pct: u32 = 94, Kind::Int { min: 11, max: 99, unit: "percent" };
+    /// Write pages through the doublewrite area first, so a torn page write can be repaired at recovery.
+    doublewrite: bool = true, Kind::Bool;
+    /// Seconds a transaction waits for a key lock before it fails with LockWaitTimeout.
+    lock_wait_timeout: u64 = 50, Kind::Int { min: 1, max: 1_073_741_824, unit: "seconds" };
+    /// Bytes all key locks together may use; a lock request past it fails instead of growing.
+    max_lock_memory: u64 = 64 * MIB, Kind::Size { min: 64 * KIB, max: TIB };
+    /// Bytes of keys and values one transaction may write; more fails with TransactionTooLarge.
+    max_write_set_size: u64 = 64 * MIB, Kind::Size { min: 4 * KIB, max: TIB };
 }
 
 /// `Innodb-Buffer-Pool-Size` -> `buffer_pool_size`.
@@ -379,6 +404,23 @@ impl Options {
                     expected: knob.kind.expected(),
                 });
             }
+        }
+        if self.io_capacity_max < self.io_capacity {
+            return Err(Error::InvalidOption {
+                name: "io_capacity_max".to_string(),
+                value: self.io_capacity_max.to_string(),
+                expected: format!("at least io_capacity ({})", self.io_capacity),
+            });
+        }
+        if self.checkpoint_sync_point_pct <= self.checkpoint_async_point_pct {
+            return Err(Error::InvalidOption {
+                name: "checkpoint_sync_point_pct".to_string(),
+                value: self.checkpoint_sync_point_pct.to_string(),
+                expected: format!(
+                    "more than checkpoint_async_point_pct ({})",
+                    self.checkpoint_async_point_pct
+                ),
+            });
         }
         let page_size = self.page_size as u64;
         let instances = self.buffer_pool_instances as u64;

@@ -16,7 +16,7 @@ impl Tree {
     pub fn delete(&self, cx: &Ctx<'_>, key: &[u8]) -> Result<bool> {
         let emptied = {
             let _smo = self.smo.read();
-            let mut mtr = Mtr::new(cx.pool, cx.lsn);
+            let mut mtr = Mtr::new(cx.pool, cx.dur);
             let leaf = self.leaf_for_write(cx, &mut mtr, key)?;
             let Ok(i) = node::search(mtr.peek(leaf), key) else {
                 return Ok(false);
@@ -29,7 +29,7 @@ impl Tree {
             }
             node::remove(mtr.pg(leaf), i);
             let emptied = node::nslots(mtr.peek(leaf)) == 0 && mtr.pid(leaf) != self.root;
-            mtr.commit();
+            mtr.commit()?;
             emptied
         };
         if emptied {
@@ -42,7 +42,7 @@ impl Tree {
     /// Under the exclusive SMO latch: if the leaf for `key` is still empty, unlink and free it,
     /// then free ancestors left without children and collapse the root.
     fn reclaim_empty_leaf(&self, cx: &Ctx<'_>, key: &[u8]) -> Result<()> {
-        let mut mtr = Mtr::new(cx.pool, cx.lsn);
+        let mut mtr = Mtr::new(cx.pool, cx.dur);
         let mut path: Vec<(Slot, usize)> = Vec::new();
         let mut pid = self.root;
         loop {
@@ -118,7 +118,7 @@ impl Tree {
             // the whole tree emptied under a root that had a single child: an empty leaf root
             page::init(mtr.pg(root_s), self.root, PageType::Leaf, self.id);
         }
-        mtr.commit();
+        mtr.commit()?;
         Ok(())
     }
 
@@ -161,7 +161,7 @@ impl Tree {
         let mut freed = 0;
         // leaves first (deepest pages are last in `pages`), the root last
         for &pid in pages.iter().rev() {
-            let mut mtr = Mtr::new(cx.pool, cx.lsn);
+            let mut mtr = Mtr::new(cx.pool, cx.dur);
             let s = mtr.write(pid)?;
             let hs = mtr.write(HEADER_PAGE)?;
             let b = mtr.peek(s);
@@ -181,7 +181,7 @@ impl Tree {
             }
             space::free(&mut mtr, hs, s);
             freed += 1;
-            mtr.commit();
+            mtr.commit()?;
         }
         Ok(freed)
     }

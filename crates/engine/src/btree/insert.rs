@@ -123,14 +123,14 @@ impl Tree {
         inline: bool,
         new_cell: usize,
     ) -> Result<bool> {
-        let mut mtr = Mtr::new(cx.pool, cx.lsn);
+        let mut mtr = Mtr::new(cx.pool, cx.dur);
         let leaf = self.leaf_for_write(cx, &mut mtr, key)?;
         let plan = plan_leaf(mtr.peek(leaf), key, new_cell);
         if !plan.fits {
             return Ok(false);
         }
         self.write_into_leaf(&mut mtr, leaf, key, value, inline, &plan)?;
-        mtr.commit();
+        mtr.commit()?;
         Ok(true)
     }
 
@@ -196,7 +196,7 @@ impl Tree {
         new_cell: usize,
     ) -> Result<()> {
         let ps = cx.pool.page_size();
-        let mut mtr = Mtr::new(cx.pool, cx.lsn);
+        let mut mtr = Mtr::new(cx.pool, cx.dur);
         // (slot, index of the child taken) from the root down to the leaf
         let mut path: Vec<(Slot, usize)> = Vec::new();
         let mut pid = self.root;
@@ -227,7 +227,7 @@ impl Tree {
         if plan.fits {
             // another thread split this leaf while we waited for the SMO latch
             self.write_into_leaf(&mut mtr, leaf, key, value, inline, &plan)?;
-            mtr.commit();
+            mtr.commit()?;
             return Ok(());
         }
         // Latch and allocate everything the split cascade may touch before changing anything.
@@ -274,7 +274,7 @@ impl Tree {
         for s in std::mem::take(&mut st.spare) {
             space::free(&mut mtr, hs, s);
         }
-        mtr.commit();
+        mtr.commit()?;
         Ok(())
     }
 

@@ -42,7 +42,7 @@ pub const MAX_DEPTH: usize = 32;
 /// What an operation needs from the engine below the tree.
 pub struct Ctx<'a> {
     pub pool: &'a BufferPool,
-    pub lsn: &'a AtomicU64,
+    pub dur: &'a crate::flush::Durability,
 }
 
 /// Counters of structure modifications.

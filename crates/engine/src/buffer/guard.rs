@@ -57,12 +57,18 @@ impl<'a> PageWrite<'a> {
         self.modified
     }
 
-    /// Sets the page LSN to `lsn` and, if the frame was clean, enters it on the flush list with
-    /// oldest_modification = `lsn`. Called at mini-transaction commit.
-    pub fn stamp(&mut self, lsn: Lsn) {
-        debug_assert!(self.modified);
-        crate::page::hdr::set_lsn(&mut self[..], lsn);
-        self.pool.note_dirty(self.fid, lsn);
+    /// Sets the page LSN to `end` (the end of the redo group holding the change) and, if the
+    /// frame was clean, enters it on the flush list with oldest_modification = `start`.
+    /// Called at mini-transaction commit and by redo.
+    pub fn stamp(&mut self, start: Lsn, end: Lsn) {
+        crate::page::hdr::set_lsn(&mut self[..], end);
+        self.pool.note_dirty(self.fid, start, end);
+        self.modified = false;
+    }
+
+    /// Leaves the changes unlogged: only after the engine was poisoned, when nothing more is
+    /// written to the data file.
+    pub fn abandon_changes(&mut self) {
         self.modified = false;
     }
 

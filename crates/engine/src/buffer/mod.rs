@@ -26,7 +26,7 @@ use crate::types::{Lsn, PageId};
 use lru::{Lru, Touch};
 use parking_lot::{Mutex, RwLock};
 use std::collections::{BTreeSet, HashMap};
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -52,6 +52,9 @@ struct Meta {
     page: PageId,
     /// 0 when clean (B2).
     oldest_lsn: u64,
+    /// The page LSN at the last stamp: a write-back marks the frame clean only if the image it
+    /// wrote carried this LSN (nothing changed while it was being written).
+    newest_lsn: u64,
 }
 
 struct InstState {
@@ -111,8 +114,32 @@ pub struct PoolConfig {
     pub old_blocks_time_ms: u64,
 }
 
+/// Where sealed page images go: straight to the data file, or through the doublewrite area.
+pub trait PageSink: Send + Sync {
+    /// Writes every image in place durably (the data file is synced before returning).
+    fn write_pages(&self, file: &dyn File, pages: &[(PageId, &[u8])]) -> Result<()>;
+}
+
+/// Without doublewrite: in-place writes, then one sync. A torn page is still detected on read
+/// (checksum and LSN copy) and reported, but cannot be repaired.
+pub struct DirectSink;
+
+impl PageSink for DirectSink {
+    fn write_pages(&self, file: &dyn File, pages: &[(PageId, &[u8])]) -> Result<()> {
+        for (pid, img) in pages {
+            file.write_at(img, pid.0 as u64 * img.len() as u64)?;
+        }
+        file.sync()
+    }
+}
+
 pub struct BufferPool {
     page_size: usize,
+    /// The redo log whose durable LSN gates every write-back (None only in tools that never
+    /// change pages).
+    wal: Option<Arc<crate::wal::Log>>,
+    sink: Box<dyn PageSink>,
+    poisoned: AtomicBool,
     frames: Box<[Frame]>,
     instances: Box<[Instance]>,
     per_instance: u32,
@@ -134,7 +161,12 @@ enum Latched<'a> {
 
 impl BufferPool {
     /// Allocates every frame now; nothing is allocated per page later.
-    pub fn new(cfg: &PoolConfig, file: Arc<dyn File>) -> Result<Self> {
+    pub fn new(
+        cfg: &PoolConfig,
+        file: Arc<dyn File>,
+        wal: Option<Arc<crate::wal::Log>>,
+        sink: Box<dyn PageSink>,
+    ) -> Result<Self> {
         let total = (cfg.pool_bytes / cfg.page_size as u64) as usize;
         let per_instance = total / cfg.instances.max(1);
         if per_instance < 16 {
@@ -171,7 +203,8 @@ impl BufferPool {
                     meta: vec![
                         Meta {
                             page: PageId::NONE,
-                            oldest_lsn: 0
+                            oldest_lsn: 0,
+                            newest_lsn: 0,
                         };
                         per_instance
                     ],
@@ -180,6 +213,9 @@ impl BufferPool {
             .collect();
         Ok(BufferPool {
             page_size: cfg.page_size,
+            wal,
+            sink,
+            poisoned: AtomicBool::new(false),
             frames,
             instances,
             per_instance: per_instance as u32,
@@ -228,12 +264,13 @@ impl BufferPool {
         debug_assert!(prev > 0, "unpin of unpinned frame {fid}");
     }
 
-    fn note_dirty(&self, fid: u32, lsn: Lsn) {
+    fn note_dirty(&self, fid: u32, start: Lsn, end: Lsn) {
         let (k, local) = self.split_fid(fid);
         let mut st = self.instances[k].state.lock();
         let m = &mut st.meta[local as usize];
+        m.newest_lsn = end.0;
         if m.oldest_lsn == 0 {
-            m.oldest_lsn = lsn.0.max(1);
+            m.oldest_lsn = start.0.max(1);
             let key = (m.oldest_lsn, fid);
             st.flush_list.insert(key);
         }
@@ -341,6 +378,7 @@ impl BufferPool {
             st.meta[local as usize] = Meta {
                 page: pid,
                 oldest_lsn: 0,
+                newest_lsn: 0,
             };
             let now = self.now_ms();
             st.lru.insert_new(local, now);
@@ -436,13 +474,8 @@ impl BufferPool {
             }
             if let Some(local) = dirty_victim {
                 let fid = inst.base + local;
-                self.frames[fid as usize]
-                    .pin
-                    .fetch_add(1, Ordering::Acquire);
                 drop(st);
-                let res = self.write_back_pinned(fid);
-                self.unpin(fid);
-                res?;
+                self.flush_batch(&[fid])?;
                 self.counters
                     .eviction_writes
                     .fetch_add(1, Ordering::Relaxed);
@@ -462,44 +495,85 @@ impl BufferPool {
         }
     }
 
-    /// Writes frame `fid`'s page back if it is dirty. Returns whether it wrote.
-    /// The only path from a frame to the data file (B3).
-    pub fn write_back(&self, fid: u32) -> Result<bool> {
-        let (k, _) = self.split_fid(fid);
-        {
-            // pin under the mutex (B1)
-            let _st = self.instances[k].state.lock();
-            self.frames[fid as usize]
-                .pin
-                .fetch_add(1, Ordering::Acquire);
-        }
-        let r = self.write_back_pinned(fid);
-        self.unpin(fid);
-        r
+    /// Stops every later write-back: after an uncertain I/O failure nothing more may reach
+    /// the data file (invariant 5).
+    pub fn poison(&self) {
+        self.poisoned.store(true, Ordering::Release);
     }
 
-    fn write_back_pinned(&self, fid: u32) -> Result<bool> {
-        let (k, local) = self.split_fid(fid);
-        let g = self.frames[fid as usize].latch.read();
-        let oldest = self.instances[k].state.lock().meta[local as usize].oldest_lsn;
-        if oldest == 0 || !g.valid {
-            return Ok(false);
+    /// Writes frame `fid`'s page back if it is dirty. Returns whether it wrote.
+    pub fn write_back(&self, fid: u32) -> Result<bool> {
+        Ok(self.flush_batch(&[fid])? > 0)
+    }
+
+    /// Writes back the dirty pages among `fids` as one batch: copy and seal each image under a
+    /// shared latch (a page latched exclusively for longer than a moment is skipped), make the
+    /// log durable up to the newest image's LSN, write them through the sink (doublewrite), and
+    /// mark clean the frames that did not change meanwhile. The only path from a frame to the
+    /// data file (B3).
+    pub fn flush_batch(&self, fids: &[u32]) -> Result<usize> {
+        if self.poisoned.load(Ordering::Acquire) {
+            return Err(Error::Poisoned(
+                "page writes are stopped after an earlier I/O failure".into(),
+            ));
         }
-        let pid = g.page;
-        // IMPORTANT (invariant 1, WAL): once a redo log exists, it must be durable up to the
-        // page LSN here, before the page goes to disk.
-        let mut out = AlignedBuf::new(self.page_size);
-        out.copy_from_slice(&g.buf);
-        page::seal(&mut out);
-        debug_assert!(page::verify(&out, pid).is_ok());
-        self.file
-            .write_at(&out, pid.0 as u64 * self.page_size as u64)?;
-        self.counters.pages_written.fetch_add(1, Ordering::Relaxed);
-        let mut st = self.instances[k].state.lock();
-        // The S latch was held throughout, so no change raced the write: the frame is clean.
-        st.flush_list.remove(&(oldest, fid));
-        st.meta[local as usize].oldest_lsn = 0;
-        Ok(true)
+        let mut imgs: Vec<(PageId, u32, u64, AlignedBuf)> = Vec::with_capacity(fids.len());
+        for &fid in fids {
+            let (k, local) = self.split_fid(fid);
+            {
+                let st = self.instances[k].state.lock();
+                let m = st.meta[local as usize];
+                if m.oldest_lsn == 0 || m.page.is_none() {
+                    continue;
+                }
+                // pin under the mutex (B1)
+                self.frames[fid as usize]
+                    .pin
+                    .fetch_add(1, Ordering::Acquire);
+            }
+            let frame = &self.frames[fid as usize];
+            let Some(g) = frame.latch.try_read_for(Duration::from_millis(10)) else {
+                self.unpin(fid);
+                continue;
+            };
+            if g.valid {
+                let mut out = AlignedBuf::new(self.page_size);
+                out.copy_from_slice(&g.buf);
+                page::seal(&mut out);
+                debug_assert!(page::verify(&out, g.page).is_ok());
+                imgs.push((g.page, fid, page::hdr::lsn(&g.buf).0, out));
+            }
+            drop(g);
+            self.unpin(fid);
+        }
+        if imgs.is_empty() {
+            return Ok(0);
+        }
+        let newest = imgs.iter().map(|i| i.2).max().unwrap_or(0);
+        if let Some(log) = &self.wal {
+            // IMPORTANT (invariant 1, WAL): the log is durable up to every image's LSN before
+            // any image reaches the data file.
+            log.flush_to(Lsn(newest), true)?;
+            debug_assert!(log.flushed_lsn().0 >= newest);
+        }
+        let pages: Vec<(PageId, &[u8])> = imgs.iter().map(|i| (i.0, &i.3[..])).collect();
+        if let Err(e) = self.sink.write_pages(self.file.as_ref(), &pages) {
+            self.poison();
+            return Err(e);
+        }
+        self.counters
+            .pages_written
+            .fetch_add(imgs.len() as u64, Ordering::Relaxed);
+        for (pid, fid, lsn, _) in &imgs {
+            let (k, local) = self.split_fid(*fid);
+            let mut st = self.instances[k].state.lock();
+            let m = st.meta[local as usize];
+            if m.page == *pid && m.newest_lsn <= *lsn && m.oldest_lsn != 0 {
+                st.flush_list.remove(&(m.oldest_lsn, *fid));
+                st.meta[local as usize].oldest_lsn = 0;
+            }
+        }
+        Ok(imgs.len())
     }
 
     /// The frames on the flush list with the oldest modifications, up to `n` per instance.
@@ -521,21 +595,21 @@ impl BufferPool {
             .min()
     }
 
-    /// Writes every dirty page back, oldest first, and syncs the data file.
+    /// Writes every dirty page back, oldest first (each batch ends with a data file sync).
     pub fn flush_all(&self) -> Result<usize> {
         let mut written = 0;
         loop {
-            let batch = self.oldest_dirty(256);
+            let batch: Vec<u32> = self
+                .oldest_dirty(64)
+                .into_iter()
+                .map(|x| x.1)
+                .take(64)
+                .collect();
             if batch.is_empty() {
                 break;
             }
-            for (_, fid) in batch {
-                if self.write_back(fid)? {
-                    written += 1;
-                }
-            }
+            written += self.flush_batch(&batch)?;
         }
-        self.file.sync()?;
         Ok(written)
     }
 
@@ -559,6 +633,7 @@ impl BufferPool {
         st.meta[local as usize] = Meta {
             page: PageId::NONE,
             oldest_lsn: 0,
+            newest_lsn: 0,
         };
         st.free.push(local);
         true

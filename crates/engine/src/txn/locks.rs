@@ -72,7 +72,7 @@ pub struct LockLimits {
 }
 
 /// Counters since the table was created, and the memory in use now.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct LockStats {
     /// Requests that had to wait (not counting those refused as deadlocks).
     pub lock_waits: u64,

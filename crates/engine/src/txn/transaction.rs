@@ -1,39 +1,73 @@
-//! transaction: a private write set with read-your-writes, applied to the B+trees at commit.
+//! transaction: a private write set with read-your-writes and key locks, applied at commit.
 //!
-//! Nothing a transaction writes touches a page before `commit()`: rollback is dropping the
-//! write set. Commit applies the writes in (table, key) order, one mini-transaction per key.
-//! Until the durable write path lands there is no redo log and no key locking: a crash during
-//! commit can leave part of a transaction applied, and concurrent transactions see each
-//! other's committed keys as soon as they are applied.
+//! Nothing a transaction writes touches a page before its COMMIT record is in the log:
+//! rollback is dropping the write set and the locks. Writes and `get_for_update` take an
+//! exclusive key lock (waits bounded by lock_wait_timeout, deadlocks detected); plain reads
+//! take none and see the latest committed value of each key.
+//!
+//! Commit (DESIGN.md, "The write path"): admission at the flush points -> COMMIT record (the
+//! logical write set) appended -> writes applied in (table, key) order, one mtr each ->
+//! ApplyDone appended -> wait until durable as flush_log_at_trx_commit promises (group commit)
+//! -> release the key locks. Invariant 3: `commit()` returns Ok only after that wait.
+//! Limits: max_write_set_size on the bytes written, and a COMMIT record at most a quarter of
+//! the log capacity (a transaction must never be able to fill the log by itself).
 
 use crate::db::{DbInner, Table};
 use crate::error::{Error, Result};
 use crate::page::node;
+use crate::txn::locks::LockMode;
+use crate::types::{TableId, TxnId};
+use crate::wal::record::{self, WriteOp};
 use std::collections::BTreeMap;
 use std::collections::VecDeque;
 use std::marker::PhantomData;
 use std::ops::Bound;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// Rows a scan fetches from the tree per descent.
 const SCAN_BATCH_ROWS: usize = 256;
 
 type WriteKey = (u32, Vec<u8>);
 
+/// Share of the log capacity one COMMIT record may take.
+const MAX_COMMIT_SHARE_OF_LOG: u64 = 4;
+
 pub struct Transaction {
     db: Arc<DbInner>,
+    id: TxnId,
     writes: BTreeMap<WriteKey, (Table, Option<Vec<u8>>)>,
     write_bytes: usize,
 }
 
+impl Drop for Transaction {
+    fn drop(&mut self) {
+        // commit, rollback and an abandoned transaction all end here
+        self.db.locks.release_all(self.id);
+    }
+}
+
 impl Transaction {
     pub(crate) fn new(db: Arc<DbInner>) -> Self {
+        let id = TxnId(db.next_txn.fetch_add(1, Ordering::Relaxed));
         Transaction {
             db,
+            id,
             writes: BTreeMap::new(),
             write_bytes: 0,
         }
+    }
+
+    pub fn id(&self) -> u64 {
+        self.id.0
+    }
+
+    fn lock_x(&mut self, t: &Table, key: &[u8]) -> Result<()> {
+        let timeout = Duration::from_secs(self.db.opts.lock_wait_timeout);
+        self.db
+            .locks
+            .lock(self.id, TableId(t.id()), key, LockMode::Exclusive, timeout)
     }
 
     fn check_key(&self, key: &[u8]) -> Result<()> {
@@ -60,8 +94,12 @@ impl Transaction {
         t.tree.get(&self.db.ctx(), key)
     }
 
-    /// As `get`; with key locks (durable write path) it takes an exclusive lock.
+    /// As `get`, after taking an exclusive lock on the key (held until commit or rollback).
     pub fn get_for_update(&mut self, t: &Table, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.db.check_open()?;
+        t.check_live()?;
+        self.check_key(key)?;
+        self.lock_x(t, key)?;
         self.get(t, key)
     }
 
@@ -76,8 +114,7 @@ impl Transaction {
                 max: node::MAX_VALUE_LEN,
             });
         }
-        self.record(t, key, Some(value.to_vec()));
-        Ok(())
+        self.record(t, key, Some(value.to_vec()))
     }
 
     /// Deletes `key` (a no-op at commit if it is absent).
@@ -85,13 +122,24 @@ impl Transaction {
         self.db.check_open()?;
         t.check_live()?;
         self.check_key(key)?;
-        self.record(t, key, None);
-        Ok(())
+        self.record(t, key, None)
     }
 
-    fn record(&mut self, t: &Table, key: &[u8], v: Option<Vec<u8>>) {
-        self.write_bytes += key.len() + v.as_ref().map_or(0, Vec::len);
+    fn record(&mut self, t: &Table, key: &[u8], v: Option<Vec<u8>>) -> Result<()> {
+        let add = key.len() + v.as_ref().map_or(0, Vec::len);
+        let limit = self.db.opts.max_write_set_size;
+        if (self.write_bytes + add) as u64 > limit {
+            return Err(Error::TransactionTooLarge {
+                what: "write set",
+                bytes: (self.write_bytes + add) as u64,
+                limit,
+                why: "max_write_set_size",
+            });
+        }
+        self.lock_x(t, key)?;
+        self.write_bytes += add;
         self.writes.insert((t.id(), key.to_vec()), (t.clone(), v));
+        Ok(())
     }
 
     /// Number of keys written so far.
@@ -152,38 +200,124 @@ impl Transaction {
         })
     }
 
-    /// Applies the write set. Counts as one commit.
+    /// Makes the write set durable and visible; returns once the COMMIT is as durable as
+    /// flush_log_at_trx_commit promises.
     pub fn commit(self) -> Result<()> {
         self.db.check_open()?;
-        let cx = self.db.ctx();
-        for ((_, key), (t, v)) in &self.writes {
-            t.check_live()?;
-            match v {
-                Some(v) => {
-                    t.tree.put(&cx, key, v)?;
-                    self.db
-                        .counters
-                        .rows_written
-                        .fetch_add(1, Ordering::Relaxed);
-                }
-                None => {
-                    if t.tree.delete(&cx, key)? {
-                        self.db
-                            .counters
-                            .rows_deleted
-                            .fetch_add(1, Ordering::Relaxed);
-                    }
-                }
-            }
+        if self.writes.is_empty() {
+            self.db.counters.commits.fetch_add(1, Ordering::Relaxed);
+            return Ok(());
         }
-        self.db.counters.commits.fetch_add(1, Ordering::Relaxed);
+        for (t, _) in self.writes.values() {
+            t.check_live()?;
+        }
+        let db = &self.db;
+        let dur = &db.dur;
+        let ops: Vec<(u32, &[u8], Option<&[u8]>)> = self
+            .writes
+            .iter()
+            .map(|((tid, k), (_, v))| (*tid, &k[..], v.as_deref()))
+            .collect();
+        let size = record::commit_size(ops.iter().map(|o| (o.1.len(), o.2.map_or(0, <[u8]>::len))));
+        let limit =
+            (dur.log.capacity() / MAX_COMMIT_SHARE_OF_LOG).min(dur.log.max_payload() as u64);
+        if size as u64 > limit {
+            return Err(Error::TransactionTooLarge {
+                what: "COMMIT record",
+                bytes: size as u64,
+                limit,
+                why: "a quarter of the redo log capacity, and no more than log_buffer_size",
+            });
+        }
+        let mut payload = Vec::with_capacity(size);
+        record::encode_commit(&mut payload, self.id.0, &ops);
+        // Page diffs of applying the writes: about one changed cell, slot shifts and header
+        // bytes per write, plus the record framing.
+        let apply_estimate: u64 = ops
+            .iter()
+            .map(|o| 2 * (o.1.len() + o.2.map_or(0, <[u8]>::len)) as u64 + 256)
+            .sum();
+        let _room = dur.admit(size as u64 + apply_estimate)?;
+        let range = {
+            let (range, _fence) = dur.append_fenced(&payload)?;
+            dur.begin_applying(range.start);
+            range
+        };
+        let applied = apply_writes(db, &self.writes);
+        if let Err(e) = applied {
+            // the COMMIT is in the log: recovery will re-apply it; this process cannot
+            dur.poison(&e);
+            return Err(e);
+        }
+        let mut done = Vec::with_capacity(16);
+        record::encode_apply_done(&mut done, range.start.0);
+        let r = dur.append_fenced(&done).map(|(_, _fence)| ());
+        dur.end_applying(range.start);
+        r?;
+        dur.log
+            .flush_for_commit(range.end)
+            .inspect_err(|e| dur.poison(e))?;
+        db.counters.commits.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
 
-    /// Drops the write set.
+    /// Drops the write set and the locks.
     pub fn rollback(self) {
         self.db.counters.rollbacks.fetch_add(1, Ordering::Relaxed);
     }
+}
+
+fn apply_writes(db: &DbInner, writes: &BTreeMap<WriteKey, (Table, Option<Vec<u8>>)>) -> Result<()> {
+    let cx = db.ctx();
+    for ((_, key), (t, v)) in writes {
+        match v {
+            Some(v) => {
+                t.tree.put(&cx, key, v)?;
+                db.counters.rows_written.fetch_add(1, Ordering::Relaxed);
+            }
+            None => {
+                if t.tree.delete(&cx, key)? {
+                    db.counters.rows_deleted.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Recovery: re-applies, in commit order, write sets whose COMMIT is durable but whose
+/// ApplyDone is not (their page changes may be partly missing). Returns how many.
+pub(crate) fn reapply(db: &DbInner, pending: BTreeMap<u64, Vec<WriteOp>>) -> Result<u64> {
+    let by_id: std::collections::HashMap<u32, Table> = db
+        .catalog
+        .all()
+        .into_iter()
+        .map(|(name, tree)| {
+            (
+                tree.id,
+                Table {
+                    tree,
+                    name: Arc::from(name.as_str()),
+                },
+            )
+        })
+        .collect();
+    let mut n = 0;
+    for (commit_lsn, writes) in pending {
+        let mut ws = BTreeMap::new();
+        for w in writes {
+            // a table dropped after the commit has nothing left to apply to
+            if let Some(t) = by_id.get(&w.table) {
+                ws.insert((w.table, w.key), (t.clone(), w.value));
+            }
+        }
+        apply_writes(db, &ws)?;
+        let mut done = Vec::with_capacity(16);
+        record::encode_apply_done(&mut done, commit_lsn);
+        drop(db.dur.append_fenced(&done)?);
+        n += 1;
+    }
+    Ok(n)
 }
 
 /// True when no key can lie between the bounds (BTreeMap::range panics on such ranges).

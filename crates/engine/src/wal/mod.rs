@@ -100,6 +100,7 @@ mod checkpoint;
 mod header;
 mod layout;
 mod reader;
+pub mod record;
 mod stats;
 mod writer;
 

@@ -1,0 +1,291 @@
+//! flush: when and how much to write back, and the checkpoint that trails the redo log.
+//!
+//! Owns the [`Durability`] state shared by every writer: the log, the checkpoint fence, the
+//! COMMIT LSNs of transactions still applying, admission at the async/sync flush points, and
+//! the background flusher thread. `buffer` knows how to write pages (and keeps the WAL rule);
+//! this module decides when and how many.
+//!
+//! Invariants (docs/invariants.md):
+//! - 2: checkpoint LSN = min(log end, oldest_modification of every dirty page, COMMIT LSN of
+//!   every transaction still applying). The fence makes "append a group, then put its pages on
+//!   the flush list" atomic with respect to computing that minimum: an mtr holds the fence
+//!   shared from append to stamping, the checkpoint takes it exclusive to compute.
+//! - Past the async point (`checkpoint_async_pct` of capacity) the flusher writes as fast as it
+//!   can; past the sync point (`checkpoint_sync_pct`) a committing thread flushes oldest pages
+//!   itself before it may append more, and the time it waits is counted. The sync point leaves
+//!   headroom so an mtr that is already holding latches never finds the log full.
+//!
+//! Never: flush while holding a page latch (a page cleaner would wait on that very page).
+
+pub mod cleaner;
+
+use crate::buffer::BufferPool;
+use crate::error::{Error, Result};
+use crate::types::Lsn;
+use crate::wal::{Log, LsnRange};
+use parking_lot::{Condvar, Mutex, RwLock, RwLockReadGuard};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Pages written per doublewrite batch.
+pub const FLUSH_BATCH_PAGES: usize = 64;
+/// How long a thread may wait for log space before the engine gives up and poisons itself.
+const LOG_SPACE_WAIT_MAX: Duration = Duration::from_secs(30);
+
+/// The knobs of the flusher; changeable on an open database.
+#[derive(Clone, Debug)]
+pub struct FlushConfig {
+    pub io_capacity: u64,
+    pub io_capacity_max: u64,
+    pub async_pct: f64,
+    pub sync_pct: f64,
+}
+
+#[derive(Default)]
+pub struct FlushCounters {
+    pub pages_flushed_background: AtomicU64,
+    pub pages_flushed_sync: AtomicU64,
+    pub sync_flush_waits: AtomicU64,
+    pub sync_flush_wait_us: AtomicU64,
+    pub log_full_waits: AtomicU64,
+    pub checkpoints: AtomicU64,
+    pub async_point_seconds: AtomicU64,
+}
+
+pub struct Durability {
+    pub log: Arc<Log>,
+    pub pool: Arc<BufferPool>,
+    fence: RwLock<()>,
+    applying: Mutex<BTreeMap<u64, u32>>,
+    reserved: AtomicU64,
+    pub cfg: RwLock<FlushConfig>,
+    pub counters: FlushCounters,
+    wake: Mutex<bool>,
+    wake_cv: Condvar,
+    stop: AtomicBool,
+    poison: Mutex<Option<String>>,
+}
+
+impl Durability {
+    pub fn new(log: Arc<Log>, pool: Arc<BufferPool>, cfg: FlushConfig) -> Self {
+        Durability {
+            log,
+            pool,
+            fence: RwLock::new(()),
+            applying: Mutex::new(BTreeMap::new()),
+            reserved: AtomicU64::new(0),
+            cfg: RwLock::new(cfg),
+            counters: FlushCounters::default(),
+            wake: Mutex::new(false),
+            wake_cv: Condvar::new(),
+            stop: AtomicBool::new(false),
+            poison: Mutex::new(None),
+        }
+    }
+
+    /// Fails once the engine has stopped accepting writes (invariant 5).
+    pub fn check_poison(&self) -> Result<()> {
+        match &*self.poison.lock() {
+            Some(why) => Err(Error::Poisoned(why.clone())),
+            None => Ok(()),
+        }
+    }
+
+    /// Stops writes for good after an I/O failure whose outcome is uncertain.
+    pub fn poison(&self, e: &Error) {
+        let mut p = self.poison.lock();
+        if p.is_none() {
+            tracing::error!("evenkeel stops accepting writes: {e}");
+            *p = Some(e.to_string());
+            self.pool.poison();
+        }
+    }
+
+    pub fn fence_shared(&self) -> RwLockReadGuard<'_, ()> {
+        self.fence.read()
+    }
+
+    /// Appends an mtr group; on a full log, waits (without the fence) for the flusher.
+    /// The caller holds `fence` from before this call until its pages are stamped.
+    pub fn append_fenced<'a>(
+        &'a self,
+        payload: &[u8],
+    ) -> Result<(LsnRange, RwLockReadGuard<'a, ()>)> {
+        let start = Instant::now();
+        loop {
+            let fence = self.fence.read();
+            match self.log.append_range(payload) {
+                Ok(r) => return Ok((r, fence)),
+                Err(Error::LogFull { .. }) => {
+                    drop(fence);
+                    self.counters.log_full_waits.fetch_add(1, Ordering::Relaxed);
+                    self.wake_flusher();
+                    if start.elapsed() > LOG_SPACE_WAIT_MAX {
+                        let e = Error::Poisoned(format!(
+                            "the redo log stayed full for {}s: checkpoints could not advance",
+                            LOG_SPACE_WAIT_MAX.as_secs()
+                        ));
+                        self.poison(&e);
+                        return Err(e);
+                    }
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                Err(e) => {
+                    self.poison(&e);
+                    return Err(e);
+                }
+            }
+        }
+    }
+
+    /// Registers a transaction whose COMMIT group starts at `lsn` and is still being applied:
+    /// the checkpoint may not pass it. Called with the fence held.
+    pub fn begin_applying(&self, lsn: Lsn) {
+        *self.applying.lock().entry(lsn.0).or_insert(0) += 1;
+    }
+
+    pub fn end_applying(&self, lsn: Lsn) {
+        let mut a = self.applying.lock();
+        if let Some(n) = a.get_mut(&lsn.0) {
+            *n -= 1;
+            if *n == 0 {
+                a.remove(&lsn.0);
+            }
+        }
+    }
+
+    pub fn checkpoint_age(&self) -> u64 {
+        self.log
+            .current_lsn()
+            .0
+            .saturating_sub(self.log.checkpoint_lsn().0)
+    }
+
+    fn points(&self) -> (u64, u64) {
+        let cap = self.log.capacity() as f64;
+        let c = self.cfg.read();
+        (
+            (cap * c.async_pct / 100.0) as u64,
+            (cap * c.sync_pct / 100.0) as u64,
+        )
+    }
+
+    /// Admission before a transaction (or DDL) appends `redo_bytes` at most: past the sync
+    /// point the caller flushes oldest pages itself until there is room (counted as a stall).
+    /// Returns a reservation to release when the writes are appended.
+    pub fn admit(&self, redo_bytes: u64) -> Result<Reservation<'_>> {
+        self.check_poison()?;
+        let (asyncp, syncp) = self.points();
+        let mut stalled: Option<Instant> = None;
+        loop {
+            let age = self.checkpoint_age() + self.reserved.load(Ordering::Acquire);
+            if age + redo_bytes <= syncp || (age == 0 && redo_bytes > syncp) {
+                self.reserved.fetch_add(redo_bytes, Ordering::AcqRel);
+                if let Some(t) = stalled {
+                    self.counters
+                        .sync_flush_wait_us
+                        .fetch_add(t.elapsed().as_micros() as u64, Ordering::Relaxed);
+                }
+                if age > asyncp {
+                    self.wake_flusher();
+                }
+                return Ok(Reservation {
+                    dur: self,
+                    bytes: redo_bytes,
+                });
+            }
+            if stalled.is_none() {
+                stalled = Some(Instant::now());
+                self.counters
+                    .sync_flush_waits
+                    .fetch_add(1, Ordering::Relaxed);
+            }
+            let before = self.log.checkpoint_lsn();
+            let n = self.flush_oldest(FLUSH_BATCH_PAGES)?;
+            self.counters
+                .pages_flushed_sync
+                .fetch_add(n as u64, Ordering::Relaxed);
+            self.checkpoint()?;
+            if n == 0 && self.log.checkpoint_lsn() == before {
+                // nothing to flush here: others hold the space; let them finish
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            if stalled.is_some_and(|t| t.elapsed() > LOG_SPACE_WAIT_MAX) {
+                let e = Error::Poisoned("the redo log stayed past the sync point".into());
+                self.poison(&e);
+                return Err(e);
+            }
+        }
+    }
+
+    /// Writes back up to `n` of the oldest dirty pages.
+    pub fn flush_oldest(&self, n: usize) -> Result<usize> {
+        let fids: Vec<u32> = self
+            .pool
+            .oldest_dirty(n)
+            .into_iter()
+            .map(|(_, f)| f)
+            .take(n)
+            .collect();
+        self.pool.flush_batch(&fids).inspect_err(|e| self.poison(e))
+    }
+
+    /// Fuzzy checkpoint: computes the checkpoint LSN under the fence, then writes it.
+    pub fn checkpoint(&self) -> Result<Lsn> {
+        let pool = &self.pool;
+        let target = {
+            let _f = self.fence.write();
+            let mut cp = self.log.current_lsn();
+            if let Some(o) = pool.oldest_modification() {
+                cp = cp.min(o);
+            }
+            if let Some((&a, _)) = self.applying.lock().first_key_value() {
+                cp = cp.min(Lsn(a));
+            }
+            cp
+        };
+        if target > self.log.checkpoint_lsn() {
+            self.log
+                .flush_to(target, true)
+                .and_then(|()| self.log.write_checkpoint(target))
+                .inspect_err(|e| self.poison(e))?;
+            self.counters.checkpoints.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(self.log.checkpoint_lsn())
+    }
+
+    pub fn wake_flusher(&self) {
+        let mut w = self.wake.lock();
+        *w = true;
+        self.wake_cv.notify_one();
+    }
+
+    /// Waits up to `d` for a wake-up; returns false when asked to stop.
+    fn sleep(&self, d: Duration) -> bool {
+        let mut w = self.wake.lock();
+        if !*w && !self.stop.load(Ordering::Acquire) {
+            self.wake_cv.wait_for(&mut w, d);
+        }
+        *w = false;
+        !self.stop.load(Ordering::Acquire)
+    }
+
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::Release);
+        self.wake_flusher();
+    }
+}
+
+/// Log space promised to a writer by [`Durability::admit`]; released on drop.
+pub struct Reservation<'a> {
+    dur: &'a Durability,
+    bytes: u64,
+}
+
+impl Drop for Reservation<'_> {
+    fn drop(&mut self) {
+        self.dur.reserved.fetch_sub(self.bytes, Ordering::AcqRel);
+    }
+}

@@ -1,0 +1,359 @@
+//! record: the redo records inside an mtr group. Type codes are on disk: frozen, never reused.
+//!
+//! A group payload is a sequence of records, each `type u8 | len u32 | body`:
+//!
+//! ```text
+//! 1 PageDiff   page u32 | flags u8 (bit 0: fresh) | nranges u16 | { off u16 | len u16 | bytes }*
+//!              the bytes of the page that the mtr changed; "fresh" pages were all zeros before
+//!              (a page beyond the old end of the file), so redo starts from zeros
+//! 2 Commit     txn u64 | nwrites u32 | { table u32 | klen u16 | kind u8 (1 put, 0 delete) |
+//!                                        vlen u32 | key | value }*
+//!              the logical write set of a transaction, written before any page changes
+//! 3 ApplyDone  commit_lsn u64: every change of the transaction whose COMMIT group starts at
+//!              commit_lsn is in mtr groups before this one
+//! ```
+//!
+//! Page diffs never include the LSN fields (header bytes 8..16 and the 8-byte trailer): redo
+//! stamps the group's end LSN itself. Decoding never panics on bad bytes; it returns None.
+
+use crate::types::PageId;
+
+pub const REC_PAGE_DIFF: u8 = 1;
+pub const REC_COMMIT: u8 = 2;
+pub const REC_APPLY_DONE: u8 = 3;
+
+/// Two changed runs closer than this are logged as one (saves the 4-byte range header).
+const MERGE_GAP: usize = 12;
+/// Longest range in one entry (len is a u16).
+const MAX_RANGE: usize = 32 * 1024;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WriteOp {
+    pub table: u32,
+    pub key: Vec<u8>,
+    pub value: Option<Vec<u8>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Record {
+    PageDiff {
+        page: PageId,
+        fresh: bool,
+        ranges: Vec<(usize, Vec<u8>)>,
+    },
+    Commit {
+        txn: u64,
+        writes: Vec<WriteOp>,
+    },
+    ApplyDone {
+        commit_lsn: u64,
+    },
+}
+
+fn is_lsn_byte(i: usize, ps: usize) -> bool {
+    (8..16).contains(&i) || i >= ps - 8
+}
+
+/// Appends a PageDiff record for `after` relative to `before` (None: fresh, all zeros).
+/// Returns false (and appends nothing) when nothing but LSN bytes changed.
+pub fn encode_page_diff(
+    out: &mut Vec<u8>,
+    page: PageId,
+    before: Option<&[u8]>,
+    after: &[u8],
+) -> bool {
+    let ps = after.len();
+    let differs =
+        |i: usize| !is_lsn_byte(i, ps) && before.map_or(after[i] != 0, |b| b[i] != after[i]);
+    let mut ranges: Vec<(usize, usize)> = Vec::new();
+    let mut i = 0;
+    while i < ps {
+        // skip equal 8-byte words quickly
+        if i % 8 == 0 && i + 8 <= ps && !is_lsn_byte(i, ps) && !is_lsn_byte(i + 7, ps) {
+            let a = &after[i..i + 8];
+            let same = match before {
+                Some(b) => a == &b[i..i + 8],
+                None => a.iter().all(|&x| x == 0),
+            };
+            if same {
+                i += 8;
+                continue;
+            }
+        }
+        if differs(i) {
+            let start = i;
+            let mut end = i + 1;
+            let mut j = i + 1;
+            while j < ps && j - end < MERGE_GAP {
+                if differs(j) {
+                    end = j + 1;
+                }
+                j += 1;
+            }
+            match ranges.last_mut() {
+                Some(last) if start - last.1 < MERGE_GAP => last.1 = end,
+                _ => ranges.push((start, end)),
+            }
+            i = end;
+        } else {
+            i += 1;
+        }
+    }
+    if ranges.is_empty() && before.is_some() {
+        return false;
+    }
+    let split: Vec<(usize, usize)> = ranges
+        .into_iter()
+        .flat_map(|(s, e)| {
+            (s..e)
+                .step_by(MAX_RANGE)
+                .map(move |a| (a, (a + MAX_RANGE).min(e)))
+        })
+        .collect();
+    out.push(REC_PAGE_DIFF);
+    let len_at = out.len();
+    out.extend_from_slice(&[0; 4]);
+    out.extend_from_slice(&page.0.to_le_bytes());
+    out.push(before.is_none() as u8);
+    out.extend_from_slice(&(split.len() as u16).to_le_bytes());
+    for (s, e) in split {
+        out.extend_from_slice(&(s as u16).to_le_bytes());
+        out.extend_from_slice(&((e - s) as u16).to_le_bytes());
+        out.extend_from_slice(&after[s..e]);
+    }
+    let body = (out.len() - len_at - 4) as u32;
+    out[len_at..len_at + 4].copy_from_slice(&body.to_le_bytes());
+    true
+}
+
+pub fn encode_commit(out: &mut Vec<u8>, txn: u64, writes: &[(u32, &[u8], Option<&[u8]>)]) {
+    out.push(REC_COMMIT);
+    let len_at = out.len();
+    out.extend_from_slice(&[0; 4]);
+    out.extend_from_slice(&txn.to_le_bytes());
+    out.extend_from_slice(&(writes.len() as u32).to_le_bytes());
+    for (table, key, value) in writes {
+        out.extend_from_slice(&table.to_le_bytes());
+        out.extend_from_slice(&(key.len() as u16).to_le_bytes());
+        out.push(value.is_some() as u8);
+        out.extend_from_slice(&(value.map_or(0, <[u8]>::len) as u32).to_le_bytes());
+        out.extend_from_slice(key);
+        if let Some(v) = value {
+            out.extend_from_slice(v);
+        }
+    }
+    let body = (out.len() - len_at - 4) as u32;
+    out[len_at..len_at + 4].copy_from_slice(&body.to_le_bytes());
+}
+
+/// Bytes `encode_commit` will produce for writes of these key and value lengths.
+pub fn commit_size(writes: impl Iterator<Item = (usize, usize)>) -> usize {
+    1 + 4 + 8 + 4 + writes.map(|(k, v)| 4 + 2 + 1 + 4 + k + v).sum::<usize>()
+}
+
+pub fn encode_apply_done(out: &mut Vec<u8>, commit_lsn: u64) {
+    out.push(REC_APPLY_DONE);
+    out.extend_from_slice(&8u32.to_le_bytes());
+    out.extend_from_slice(&commit_lsn.to_le_bytes());
+}
+
+struct Rd<'a> {
+    b: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Rd<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let s = self.b.get(self.at..self.at.checked_add(n)?)?;
+        self.at += n;
+        Some(s)
+    }
+    fn u8(&mut self) -> Option<u8> {
+        self.take(1).map(|s| s[0])
+    }
+    fn u16(&mut self) -> Option<u16> {
+        self.take(2).map(|s| u16::from_le_bytes([s[0], s[1]]))
+    }
+    fn u32(&mut self) -> Option<u32> {
+        self.take(4)?.try_into().ok().map(u32::from_le_bytes)
+    }
+    fn u64(&mut self) -> Option<u64> {
+        self.take(8)?.try_into().ok().map(u64::from_le_bytes)
+    }
+}
+
+/// Decodes every record of a group payload; None if any byte is out of place.
+pub fn decode_group(payload: &[u8], page_size: usize) -> Option<Vec<Record>> {
+    let mut r = Rd { b: payload, at: 0 };
+    let mut out = Vec::new();
+    while r.at < payload.len() {
+        let ty = r.u8()?;
+        let len = r.u32()? as usize;
+        let body = r.take(len)?;
+        let mut b = Rd { b: body, at: 0 };
+        let rec = match ty {
+            REC_PAGE_DIFF => {
+                let page = PageId(b.u32()?);
+                let fresh = b.u8()? & 1 == 1;
+                let n = b.u16()? as usize;
+                let mut ranges = Vec::with_capacity(n.min(1024));
+                for _ in 0..n {
+                    let off = b.u16()? as usize;
+                    let l = b.u16()? as usize;
+                    if off + l > page_size {
+                        return None;
+                    }
+                    ranges.push((off, b.take(l)?.to_vec()));
+                }
+                Record::PageDiff {
+                    page,
+                    fresh,
+                    ranges,
+                }
+            }
+            REC_COMMIT => {
+                let txn = b.u64()?;
+                let n = b.u32()? as usize;
+                let mut writes = Vec::with_capacity(n.min(4096));
+                for _ in 0..n {
+                    let table = b.u32()?;
+                    let klen = b.u16()? as usize;
+                    let kind = b.u8()?;
+                    let vlen = b.u32()? as usize;
+                    let key = b.take(klen)?.to_vec();
+                    let value = match kind {
+                        1 => Some(b.take(vlen)?.to_vec()),
+                        0 if vlen == 0 => None,
+                        _ => return None,
+                    };
+                    writes.push(WriteOp { table, key, value });
+                }
+                Record::Commit { txn, writes }
+            }
+            REC_APPLY_DONE => Record::ApplyDone {
+                commit_lsn: b.u64()?,
+            },
+            _ => return None,
+        };
+        if b.at != body.len() {
+            return None;
+        }
+        out.push(rec);
+    }
+    Some(out)
+}
+
+/// Applies a PageDiff to a page image (zeroing it first when fresh).
+pub fn apply_page_diff(page: &mut [u8], fresh: bool, ranges: &[(usize, Vec<u8>)]) {
+    if fresh {
+        page.fill(0);
+    }
+    for (off, bytes) in ranges {
+        page[*off..*off + bytes.len()].copy_from_slice(bytes);
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn diff_roundtrip(before in prop::collection::vec(any::<u8>(), 4096),
+                          edits in prop::collection::vec((0usize..4096, any::<u8>()), 0..200),
+                          fresh in any::<bool>()) {
+            let mut after = if fresh { vec![0u8; 4096] } else { before.clone() };
+            for (i, v) in edits { after[i] = v; }
+            let mut out = Vec::new();
+            let wrote = encode_page_diff(&mut out, PageId(9), if fresh { None } else { Some(&before) }, &after);
+            let mut img = if fresh { vec![0xEEu8; 4096] } else { before.clone() };
+            if wrote {
+                let recs = decode_group(&out, 4096).unwrap();
+                match &recs[..] {
+                    [Record::PageDiff { page, fresh: f, ranges }] => {
+                        prop_assert_eq!(*page, PageId(9));
+                        prop_assert_eq!(*f, fresh);
+                        apply_page_diff(&mut img, *f, ranges);
+                    }
+                    _ => prop_assert!(false, "one record expected"),
+                }
+            }
+            for i in 0..4096 {
+                if !is_lsn_byte(i, 4096) {
+                    prop_assert_eq!(img[i], after[i], "byte {}", i);
+                }
+            }
+        }
+
+        #[test]
+        fn decoder_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..600)) {
+            let _ = decode_group(&bytes, 4096);
+        }
+    }
+
+    #[test]
+    fn commit_roundtrip_and_size() {
+        let writes: Vec<(u32, &[u8], Option<&[u8]>)> = vec![
+            (3, b"k1", Some(b"v1v1")),
+            (3, b"k2", None),
+            (4, b"", Some(b"")),
+        ];
+        let mut out = Vec::new();
+        encode_commit(&mut out, 77, &writes);
+        encode_apply_done(&mut out, 12345);
+        assert_eq!(
+            commit_size(
+                writes
+                    .iter()
+                    .map(|w| (w.1.len(), w.2.map_or(0, <[u8]>::len)))
+            ) + 13,
+            out.len()
+        );
+        let recs = decode_group(&out, 4096).unwrap();
+        assert_eq!(
+            recs[0],
+            Record::Commit {
+                txn: 77,
+                writes: vec![
+                    WriteOp {
+                        table: 3,
+                        key: b"k1".to_vec(),
+                        value: Some(b"v1v1".to_vec())
+                    },
+                    WriteOp {
+                        table: 3,
+                        key: b"k2".to_vec(),
+                        value: None
+                    },
+                    WriteOp {
+                        table: 4,
+                        key: vec![],
+                        value: Some(vec![])
+                    },
+                ]
+            }
+        );
+        assert_eq!(recs[1], Record::ApplyDone { commit_lsn: 12345 });
+    }
+
+    #[test]
+    fn small_change_small_diff() {
+        let before = vec![7u8; 16384];
+        let mut after = before.clone();
+        after[100..120].copy_from_slice(&[1; 20]);
+        after[8..16].copy_from_slice(&[9; 8]); // LSN bytes are not logged
+        let mut out = Vec::new();
+        assert!(encode_page_diff(&mut out, PageId(1), Some(&before), &after));
+        assert_eq!(out.len(), 1 + 4 + 4 + 1 + 2 + 4 + 20);
+        let mut only_lsn = before.clone();
+        only_lsn[16380] = 0;
+        assert!(!encode_page_diff(
+            &mut Vec::new(),
+            PageId(1),
+            Some(&before),
+            &only_lsn
+        ));
+    }
+}
