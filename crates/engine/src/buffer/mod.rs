@@ -55,6 +55,9 @@ struct Meta {
     /// The page LSN at the last stamp: a write-back marks the frame clean only if the image it
     /// wrote carried this LSN (nothing changed while it was being written).
     newest_lsn: u64,
+    /// A write-back of this frame is in flight (InnoDB's io_fix). B5: at most one write of a
+    /// page is in flight, so an older image can never land after a newer one.
+    io_busy: bool,
 }
 
 struct InstState {
@@ -205,6 +208,7 @@ impl BufferPool {
                             page: PageId::NONE,
                             oldest_lsn: 0,
                             newest_lsn: 0,
+                            io_busy: false,
                         };
                         per_instance
                     ],
@@ -379,6 +383,7 @@ impl BufferPool {
                 page: pid,
                 oldest_lsn: 0,
                 newest_lsn: 0,
+                io_busy: false,
             };
             let now = self.now_ms();
             st.lru.insert_new(local, now);
@@ -521,34 +526,44 @@ impl BufferPool {
         for &fid in fids {
             let (k, local) = self.split_fid(fid);
             {
-                let st = self.instances[k].state.lock();
-                let m = st.meta[local as usize];
-                if m.oldest_lsn == 0 || m.page.is_none() {
+                let mut st = self.instances[k].state.lock();
+                let m = &mut st.meta[local as usize];
+                if m.oldest_lsn == 0 || m.page.is_none() || m.io_busy {
                     continue;
                 }
+                m.io_busy = true;
                 // pin under the mutex (B1)
-                self.frames[fid as usize]
-                    .pin
-                    .fetch_add(1, Ordering::Acquire);
+                self.frames[fid as usize].pin.fetch_add(1, Ordering::Acquire);
             }
             let frame = &self.frames[fid as usize];
-            let Some(g) = frame.latch.try_read_for(Duration::from_millis(10)) else {
-                self.unpin(fid);
-                continue;
-            };
-            if g.valid {
-                let mut out = AlignedBuf::new(self.page_size);
-                out.copy_from_slice(&g.buf);
-                page::seal(&mut out);
-                debug_assert!(page::verify(&out, g.page).is_ok());
-                imgs.push((g.page, fid, page::hdr::lsn(&g.buf).0, out));
+            match frame.latch.try_read_for(Duration::from_millis(10)) {
+                Some(g) if g.valid => {
+                    let mut out = AlignedBuf::new(self.page_size);
+                    out.copy_from_slice(&g.buf);
+                    page::seal(&mut out);
+                    debug_assert!(page::verify(&out, g.page).is_ok());
+                    imgs.push((g.page, fid, page::hdr::lsn(&g.buf).0, out));
+                }
+                _ => self.clear_io_busy(fid),
             }
-            drop(g);
             self.unpin(fid);
         }
         if imgs.is_empty() {
             return Ok(0);
         }
+        let r = self.write_images(&imgs);
+        for (_, fid, _, _) in &imgs {
+            self.clear_io_busy(*fid);
+        }
+        r
+    }
+
+    fn clear_io_busy(&self, fid: u32) {
+        let (k, local) = self.split_fid(fid);
+        self.instances[k].state.lock().meta[local as usize].io_busy = false;
+    }
+
+    fn write_images(&self, imgs: &[(PageId, u32, u64, AlignedBuf)]) -> Result<usize> {
         let newest = imgs.iter().map(|i| i.2).max().unwrap_or(0);
         if let Some(log) = &self.wal {
             // IMPORTANT (invariant 1, WAL): the log is durable up to every image's LSN before
@@ -564,7 +579,7 @@ impl BufferPool {
         self.counters
             .pages_written
             .fetch_add(imgs.len() as u64, Ordering::Relaxed);
-        for (pid, fid, lsn, _) in &imgs {
+        for (pid, fid, lsn, _) in imgs {
             let (k, local) = self.split_fid(*fid);
             let mut st = self.instances[k].state.lock();
             let m = st.meta[local as usize];
@@ -634,6 +649,7 @@ impl BufferPool {
             page: PageId::NONE,
             oldest_lsn: 0,
             newest_lsn: 0,
+            io_busy: false,
         };
         st.free.push(local);
         true

@@ -6,5 +6,6 @@
 mod bad_input;
 mod common;
 mod concurrency;
+mod crash;
 mod model;
 mod small_pool;
