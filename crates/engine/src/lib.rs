@@ -20,6 +20,7 @@ pub mod buffer;
 pub mod catalog;
 pub mod check;
 pub mod db;
+pub mod dwb;
 pub mod error;
 pub mod flush;
 pub mod io;

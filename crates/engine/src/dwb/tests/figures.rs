@@ -1,0 +1,95 @@
+//! Figures on real files, as an ignored test that prints numbers (never timed assertions):
+//! pages/s through `write_batch` at 16 KiB pages for batches of 1, 8 and 64 random pages, beside
+//! the same pages written in place with one fsync per batch and no doublewrite. Run with
+//! `cargo test -p evenkeel --lib dwb::tests::figures -- --ignored --nocapture --test-threads 1`.
+
+use super::image;
+use crate::dwb::Doublewrite;
+use crate::io::{FileKind, FileStorage, FlushMethod, Storage};
+use crate::types::PageId;
+use rand::rngs::SmallRng;
+use rand::SeedableRng;
+use std::time::{Duration, Instant};
+
+const PAGE_SIZE: usize = 16384;
+/// 64 MiB of data file: pages are picked at random in it, as a flush list would.
+const DATA_PAGES: u32 = 4096;
+const SLOTS: usize = 64;
+const RUN: Duration = Duration::from_secs(2);
+
+fn scratch() -> tempfile::TempDir {
+    // Under /var/tmp (a disk file system on our machines), not tmpfs, so fsync is real.
+    tempfile::Builder::new()
+        .prefix("evenkeel-dwb")
+        .tempdir_in("/var/tmp")
+        .unwrap()
+}
+
+/// Calls `write` with random distinct page sets of `batch` pages for `RUN`; returns
+/// (pages, batches, seconds).
+fn drive(batch: usize, mut write: impl FnMut(&[u32])) -> (u64, u64, f64) {
+    let mut rng = SmallRng::seed_from_u64(batch as u64);
+    let (mut pages, mut batches) = (0u64, 0u64);
+    let t = Instant::now();
+    while t.elapsed() < RUN {
+        let set: Vec<u32> = rand::seq::index::sample(&mut rng, DATA_PAGES as usize, batch)
+            .into_iter()
+            .map(|i| i as u32)
+            .collect();
+        write(&set);
+        pages += batch as u64;
+        batches += 1;
+    }
+    (pages, batches, t.elapsed().as_secs_f64())
+}
+
+#[test]
+#[ignore]
+fn write_batch_figures_on_real_files() {
+    let images: Vec<Vec<u8>> = (0..DATA_PAGES).map(|p| image(p, 2, PAGE_SIZE)).collect();
+    for method in [FlushMethod::Fsync, FlushMethod::ODirect] {
+        let dir = scratch();
+        let fs = FileStorage::new(dir.path(), method).unwrap();
+        let data = fs.open("data", FileKind::Data, true).unwrap();
+        data.set_len(u64::from(DATA_PAGES) * PAGE_SIZE as u64)
+            .unwrap();
+        data.sync().unwrap();
+        fs.sync_dir().unwrap();
+        let dwb = Doublewrite::open(&fs, PAGE_SIZE, SLOTS).unwrap();
+        eprintln!(
+            "flush_method = {}, page_size = {PAGE_SIZE}, {SLOTS} slots, {} MiB data file",
+            method.name(),
+            (u64::from(DATA_PAGES) * PAGE_SIZE as u64) >> 20
+        );
+        for batch in [1usize, 8, 64] {
+            let before = dwb.stats();
+            let (pages, batches, secs) = drive(batch, |set| {
+                let refs: Vec<(PageId, &[u8])> = set
+                    .iter()
+                    .map(|&p| (PageId(p), images[p as usize].as_slice()))
+                    .collect();
+                dwb.write_batch(&*data, &refs).unwrap();
+            });
+            let s = dwb.stats();
+            let fsyncs = s.fsyncs - before.fsyncs;
+            let mb = (s.bytes_written - before.bytes_written) as f64 / (1 << 20) as f64;
+            let (raw_pages, _, raw_secs) = drive(batch, |set| {
+                for &p in set {
+                    let off = u64::from(p) * PAGE_SIZE as u64;
+                    data.write_at(&images[p as usize], off).unwrap();
+                }
+                data.sync().unwrap();
+            });
+            eprintln!(
+                "  batch {batch:>2}: {:>7.0} pages/s via doublewrite ({:>6.0} batches/s, {:>6.0} \
+                 fsyncs/s, {:>6.1} MB/s written to both files); in place only, 1 fsync per \
+                 batch: {:>7.0} pages/s",
+                pages as f64 / secs,
+                batches as f64 / secs,
+                fsyncs as f64 / secs,
+                mb / secs,
+                raw_pages as f64 / raw_secs,
+            );
+        }
+    }
+}

@@ -1,0 +1,417 @@
+//! Tests of the doublewrite area on the simulated disk: the header, the write path's order and
+//! fail-stop, and torn-page repair after each kind of crash. Concurrent writers with a crash in
+//! flight are in `concurrency.rs`; figures on real files in `figures.rs`. Each test names the
+//! invariant (D1..D5, `dwb/mod.rs`) it would catch.
+
+#![allow(clippy::unwrap_used)]
+
+mod concurrency;
+mod figures;
+mod trace;
+
+use super::*;
+use crate::error::Error;
+use crate::io::sim::{CrashMode, Fault, FaultKind, FaultOp};
+use crate::io::{File, FileKind, SimStorage, Storage};
+use crate::page::{self, hdr, PageType};
+use crate::types::{Lsn, PageId};
+use std::sync::Arc;
+
+pub(super) const PS: usize = 4096;
+pub(super) const DATA: &str = "data";
+
+/// A sealed overflow page whose bytes depend on (page, lsn), so a mix-up is visible.
+pub(super) fn image(page_no: u32, lsn: u64, ps: usize) -> Vec<u8> {
+    let mut b = vec![0u8; ps];
+    page::init(&mut b, PageId(page_no), PageType::Overflow, 1);
+    let fill: Vec<u8> = (0..page::overflow_capacity(ps) as u64)
+        .map(|i| (i.wrapping_mul(31) ^ lsn.wrapping_mul(131) ^ (u64::from(page_no) * 17)) as u8)
+        .collect();
+    page::overflow::write(&mut b, &fill, PageId::NONE);
+    hdr::set_lsn(&mut b, Lsn(lsn));
+    page::seal(&mut b);
+    b
+}
+
+/// Writes `(page, lsn)` images through the doublewrite.
+pub(super) fn write(dwb: &Doublewrite, data: &dyn File, items: &[(u32, u64)]) -> Result<(), Error> {
+    let images: Vec<(PageId, Vec<u8>)> = items
+        .iter()
+        .map(|&(p, l)| (PageId(p), image(p, l, dwb.page_size())))
+        .collect();
+    let refs: Vec<(PageId, &[u8])> = images.iter().map(|(p, b)| (*p, b.as_slice())).collect();
+    dwb.write_batch(data, &refs)
+}
+
+/// The data file with `pages` valid pages at LSN 1, durable (file and directory entry).
+pub(super) fn data_file(sim: &SimStorage, pages: u32) -> Arc<dyn File> {
+    let f = sim.open(DATA, FileKind::Data, true).unwrap();
+    for p in 0..pages {
+        f.write_at(&image(p, 1, PS), u64::from(p) * PS as u64)
+            .unwrap();
+    }
+    f.sync().unwrap();
+    sim.sync_dir().unwrap();
+    f
+}
+
+/// After a crash: fresh handles on both files.
+fn reopen(sim: &SimStorage, slots: usize) -> (Doublewrite, Arc<dyn File>) {
+    let dwb = Doublewrite::open(sim, PS, slots).unwrap();
+    (dwb, sim.open(DATA, FileKind::Data, false).unwrap())
+}
+
+/// The durable bytes of page `p` (panics if the file is too short).
+fn durable_page(sim: &SimStorage, p: u32) -> Vec<u8> {
+    let all = sim.read_durable(DATA);
+    let start = p as usize * PS;
+    all[start..start + PS].to_vec()
+}
+
+fn assert_page(sim: &SimStorage, p: u32, lsn: u64) {
+    let b = durable_page(sim, p);
+    page::verify(&b, PageId(p)).unwrap_or_else(|f| panic!("page {p}: {f}"));
+    assert_eq!(hdr::lsn(&b), Lsn(lsn), "page {p}");
+    assert_eq!(b, image(p, lsn, PS), "page {p} content");
+}
+
+fn fault(file: &str, op: FaultOp) -> Fault {
+    Fault {
+        file: Some(file.into()),
+        op,
+        after: 0,
+        kind: FaultKind::Eio,
+        persistent: false,
+    }
+}
+
+#[test]
+fn open_creates_durably_and_checks_geometry() {
+    let sim = SimStorage::new();
+    let dwb = Doublewrite::open(&sim, PS, 8).unwrap();
+    assert_eq!(sim.durable_file_names(), [DWB_FILE_NAME]);
+    let data = data_file(&sim, 4);
+    write(&dwb, &*data, &[(1, 5)]).unwrap();
+    drop(dwb);
+    sim.crash();
+    Doublewrite::open(&sim, PS, 8).unwrap();
+    // Slots were written: another geometry would misread them.
+    let e = Doublewrite::open(&sim, PS, 16).unwrap_err();
+    let text = e.to_string();
+    assert!(
+        text.contains(DWB_FILE_NAME) && text.contains("8 slots"),
+        "{text}"
+    );
+    let e = Doublewrite::open(&sim, 8192, 8).unwrap_err().to_string();
+    assert!(e.contains("page_size = 4096"), "{e}");
+    for (ps, slots) in [(1000, 8), (PS, 0), (PS, MAX_SLOTS + 1), (65536, 2048)] {
+        let e = Doublewrite::open(&sim, ps, slots).unwrap_err();
+        assert!(
+            matches!(e, Error::InvalidConfig { .. }),
+            "{ps} {slots}: {e}"
+        );
+    }
+}
+
+#[test]
+fn corrupted_header_is_an_error_naming_the_file() {
+    let sim = SimStorage::new();
+    let dwb = Doublewrite::open(&sim, PS, 4).unwrap();
+    let data = data_file(&sim, 4);
+    write(&dwb, &*data, &[(2, 5)]).unwrap();
+    let f = sim
+        .open(DWB_FILE_NAME, FileKind::Doublewrite, false)
+        .unwrap();
+    f.write_at(&[0xAA; 8], 100).unwrap();
+    f.sync().unwrap();
+    let e = Doublewrite::open(&sim, PS, 4).unwrap_err();
+    assert!(matches!(e, Error::BadDatabase { .. }), "{e}");
+    let text = e.to_string();
+    assert!(
+        text.contains(DWB_FILE_NAME) && text.contains("checksum"),
+        "{text}"
+    );
+}
+
+#[test]
+fn interrupted_create_is_redone() {
+    // The file exists (directory entry durable) but its header never reached the disk.
+    let sim = SimStorage::new();
+    sim.open(DWB_FILE_NAME, FileKind::Doublewrite, true)
+        .unwrap();
+    sim.sync_dir().unwrap();
+    sim.crash();
+    assert_eq!(sim.durable_len(DWB_FILE_NAME), 0);
+    Doublewrite::open(&sim, PS, 4).unwrap();
+    sim.crash();
+    assert_eq!(
+        sim.durable_len(DWB_FILE_NAME),
+        PS as u64,
+        "header written and fsynced"
+    );
+    Doublewrite::open(&sim, PS, 4).unwrap();
+}
+
+/// D1, D2: after `write_batch` returns, a crash loses nothing; stats count each step.
+#[test]
+fn write_batch_is_durable_across_a_crash() {
+    let sim = SimStorage::new();
+    let dwb = Doublewrite::open(&sim, PS, 8).unwrap();
+    let data = data_file(&sim, 8);
+    write(&dwb, &*data, &[(7, 4), (2, 4), (3, 4)]).unwrap();
+    let s = dwb.stats();
+    assert_eq!((s.batches, s.pages_written, s.fsyncs), (1, 3, 2));
+    assert_eq!(s.bytes_written, 2 * 3 * PS as u64);
+    assert_eq!(
+        s.data_writes, 2,
+        "pages 2-3 are one in-place write, 7 another"
+    );
+    sim.crash();
+    for p in [2, 3, 7] {
+        assert_page(&sim, p, 4);
+    }
+    assert_page(&sim, 1, 1);
+    let (dwb, data) = reopen(&sim, 8);
+    let r = dwb.recover(&*data).unwrap();
+    assert_eq!((r.slots_valid, r.pages_checked), (3, 3));
+    assert_eq!((r.slots_empty, r.slots_corrupt), (5, 0));
+    assert!(r.pages_repaired.is_empty());
+}
+
+/// D3: the in-place write is torn after the slot copy was durable; recover restores the page.
+#[test]
+fn torn_in_place_write_is_repaired() {
+    let sim = SimStorage::new();
+    let dwb = Doublewrite::open(&sim, PS, 8).unwrap();
+    let data = data_file(&sim, 8);
+    sim.tear_next_write(DATA, 100);
+    let e = write(&dwb, &*data, &[(5, 9)]).unwrap_err();
+    assert!(e.to_string().contains(DATA), "{e}");
+    sim.crash();
+    let torn = durable_page(&sim, 5);
+    assert!(
+        page::verify(&torn, PageId(5)).is_err(),
+        "the scenario must tear page 5"
+    );
+
+    let (dwb, data) = reopen(&sim, 8);
+    let r = dwb.recover(&*data).unwrap();
+    assert_eq!(r.pages_repaired, [5]);
+    assert_eq!(dwb.stats().pages_repaired, 1);
+    sim.crash(); // the repair itself was made durable
+    assert_page(&sim, 5, 9);
+    let (dwb, data) = reopen(&sim, 8);
+    assert!(
+        dwb.recover(&*data).unwrap().pages_repaired.is_empty(),
+        "idempotent"
+    );
+}
+
+/// D3: a crash between the phases (data fsync failed) with the last in-place write torn and the
+/// earlier one lost: the torn page and the older page are restored, the intact one is left.
+#[test]
+fn crash_between_phases_restores_torn_and_lost_pages() {
+    let sim = SimStorage::new();
+    let dwb = Doublewrite::open(&sim, PS, 8).unwrap();
+    let data = data_file(&sim, 8);
+    sim.inject(fault(DATA, FaultOp::Sync));
+    let e = write(&dwb, &*data, &[(1, 5), (3, 5), (4, 5)]).unwrap_err();
+    assert!(e.to_string().contains("fsync of data"), "{e}");
+    assert_eq!(sim.unsynced_write_count(DATA), 2, "runs [1] and [3, 4]");
+    sim.crash_with(CrashMode::TearLastWrite {
+        file: Some(DATA.into()),
+        keep_bytes: PS + 50,
+    });
+    assert_page(&sim, 1, 1); // lost: still the old version
+    assert_page(&sim, 3, 5); // landed whole
+    assert!(page::verify(&durable_page(&sim, 4), PageId(4)).is_err()); // torn
+
+    let (dwb, data) = reopen(&sim, 8);
+    let r = dwb.recover(&*data).unwrap();
+    assert_eq!(r.pages_repaired, [1, 4]);
+    assert_eq!(r.pages_checked, 3);
+    sim.crash();
+    for p in [1, 3, 4] {
+        assert_page(&sim, p, 5);
+    }
+}
+
+/// D1, D3: a torn doublewrite write leaves the data file untouched and is never restored.
+#[test]
+fn torn_doublewrite_write_is_never_restored() {
+    // keep_bytes inside slot 0: nothing new is valid. Past slot 0: slot 0 is whole and valid
+    // (newer than the data copy, so it is restored: harmless, the WAL rule allowed writing it),
+    // slot 1 is torn and ignored.
+    for (keep, page2_after) in [(1000, 3), (PS + 1000, 7)] {
+        let sim = SimStorage::new();
+        let dwb = Doublewrite::open(&sim, PS, 8).unwrap();
+        let data = data_file(&sim, 8);
+        write(&dwb, &*data, &[(2, 3), (6, 3)]).unwrap();
+        let before = sim.read_current(DATA);
+        sim.tear_next_write(DWB_FILE_NAME, keep);
+        let e = write(&dwb, &*data, &[(2, 7), (6, 7)]).unwrap_err();
+        assert!(e.to_string().contains(DWB_FILE_NAME), "{e}");
+        assert_eq!(
+            sim.unsynced_write_count(DATA),
+            0,
+            "nothing written in place"
+        );
+        assert_eq!(sim.read_current(DATA), before);
+        sim.crash();
+
+        let (dwb, data) = reopen(&sim, 8);
+        let r = dwb.recover(&*data).unwrap();
+        assert_eq!((r.slots_valid, r.slots_corrupt), (1, 1), "keep {keep}");
+        let expect: &[u32] = if page2_after == 7 { &[2] } else { &[] };
+        assert_eq!(r.pages_repaired, expect, "keep {keep}");
+        sim.crash();
+        assert_page(&sim, 2, page2_after);
+        assert_page(&sim, 6, 3);
+    }
+}
+
+/// D3, D5: a data copy newer than every slot copy (and a stale older slot) is left alone.
+#[test]
+fn newer_in_place_copy_is_not_overwritten() {
+    let sim = SimStorage::new();
+    let dwb = Doublewrite::open(&sim, PS, 8).unwrap();
+    let data = data_file(&sim, 8);
+    write(&dwb, &*data, &[(1, 10), (4, 10)]).unwrap(); // slot 1: page 4 at 10 (stale later)
+    write(&dwb, &*data, &[(4, 20)]).unwrap(); // slot 0: page 4 at 20
+                                              // Page 4 written in place without the doublewrite (as with doublewrite off).
+    data.write_at(&image(4, 30, PS), 4 * PS as u64).unwrap();
+    data.sync().unwrap();
+    sim.crash();
+    let (dwb, data) = reopen(&sim, 8);
+    let r = dwb.recover(&*data).unwrap();
+    assert_eq!((r.slots_valid, r.pages_checked), (2, 1));
+    assert!(r.pages_repaired.is_empty(), "{r:?}");
+    sim.crash();
+    assert_page(&sim, 4, 30);
+    assert_page(&sim, 1, 10);
+}
+
+/// D1, D2 with chunks: a batch larger than the slot count goes through in slot-sized chunks,
+/// each in the full order, and survives a crash.
+#[test]
+fn batch_larger_than_slots_is_split_into_chunks() {
+    let sim = SimStorage::new();
+    let traced = trace::TraceStorage::new(&sim, PS);
+    let dwb = Doublewrite::open(&traced, PS, 4).unwrap();
+    drop(data_file(&sim, 16));
+    let data = traced.open(DATA, FileKind::Data, false).unwrap();
+    let items: Vec<(u32, u64)> = (0..11).map(|i| ((i * 5) % 16, 8)).collect();
+    write(&dwb, &*data, &items).unwrap();
+    let s = dwb.stats();
+    assert_eq!((s.batches, s.pages_written, s.fsyncs), (3, 11, 6));
+    let checked = trace::check_order(&traced.ops.lock(), PS, DATA);
+    assert_eq!(checked, 11);
+    sim.crash();
+    for &(p, lsn) in &items {
+        assert_page(&sim, p, lsn);
+    }
+}
+
+/// D3: a page twice in one batch is written oldest first, and recovery picks the newest slot
+/// copy even when an older one sits in an earlier slot.
+#[test]
+fn duplicate_page_in_a_batch_restores_the_newest_copy() {
+    let sim = SimStorage::new();
+    let dwb = Doublewrite::open(&sim, PS, 8).unwrap();
+    let data = data_file(&sim, 8);
+    sim.inject(fault(DATA, FaultOp::Sync));
+    write(&dwb, &*data, &[(4, 20), (2, 20), (4, 10)]).unwrap_err();
+    assert_eq!(sim.read_current(DATA)[4 * PS..5 * PS], image(4, 20, PS));
+    sim.crash_with(CrashMode::TearLastWrite {
+        file: Some(DATA.into()),
+        keep_bytes: 100,
+    });
+    assert!(page::verify(&durable_page(&sim, 4), PageId(4)).is_err());
+    let (dwb, data) = reopen(&sim, 8);
+    let r = dwb.recover(&*data).unwrap();
+    assert_eq!((r.slots_valid, r.pages_checked), (3, 2));
+    assert_eq!(r.pages_repaired, [2, 4]);
+    sim.crash();
+    assert_page(&sim, 2, 20);
+    assert_page(&sim, 4, 20);
+}
+
+/// D1, D4: EIO on the doublewrite fsync: an error naming the file, nothing written in place,
+/// and every later batch refused.
+#[test]
+fn eio_on_doublewrite_fsync_writes_nothing_in_place() {
+    let sim = SimStorage::new();
+    let dwb = Doublewrite::open(&sim, PS, 8).unwrap();
+    let data = data_file(&sim, 8);
+    let before = sim.read_current(DATA);
+    sim.inject(fault(DWB_FILE_NAME, FaultOp::Sync));
+    let e = write(&dwb, &*data, &[(3, 6), (5, 6)]).unwrap_err();
+    let text = e.to_string();
+    assert!(
+        text.contains(DWB_FILE_NAME) && text.contains("fsync"),
+        "{text}"
+    );
+    assert_eq!(sim.unsynced_write_count(DATA), 0);
+    assert_eq!(sim.read_current(DATA), before);
+    let e = write(&dwb, &*data, &[(3, 6)]).unwrap_err();
+    assert!(matches!(e, Error::Poisoned(_)), "{e}");
+    assert!(e.to_string().contains(DWB_FILE_NAME), "{e}");
+    assert_eq!(sim.read_current(DATA), before, "not retried");
+    assert_eq!(dwb.stats().batches, 0);
+}
+
+/// D4: EIO on an in-place write names the data file and poisons.
+#[test]
+fn eio_on_in_place_write_names_the_data_file() {
+    let sim = SimStorage::new();
+    let dwb = Doublewrite::open(&sim, PS, 8).unwrap();
+    let data = data_file(&sim, 8);
+    sim.inject(fault(DATA, FaultOp::Write));
+    let e = write(&dwb, &*data, &[(3, 6)]).unwrap_err();
+    assert!(e.to_string().contains("write of data"), "{e}");
+    assert!(matches!(
+        write(&dwb, &*data, &[(3, 6)]),
+        Err(Error::Poisoned(_))
+    ));
+}
+
+/// D3: a data file too short for a page counts as torn; recovery extends it.
+#[test]
+fn short_data_file_counts_as_torn() {
+    let sim = SimStorage::new();
+    let dwb = Doublewrite::open(&sim, PS, 8).unwrap();
+    let data = data_file(&sim, 4);
+    sim.inject(fault(DATA, FaultOp::Sync));
+    write(&dwb, &*data, &[(6, 4)]).unwrap_err();
+    sim.crash();
+    assert_eq!(sim.durable_len(DATA), 4 * PS as u64);
+    let (dwb, data) = reopen(&sim, 8);
+    let r = dwb.recover(&*data).unwrap();
+    assert_eq!(r.pages_repaired, [6]);
+    sim.crash();
+    assert_eq!(sim.durable_len(DATA), 7 * PS as u64);
+    assert_page(&sim, 6, 4);
+}
+
+/// D3: a corrupted slot is counted and never used, even when the data copy is broken too.
+#[test]
+fn corrupt_slot_is_counted_and_not_used() {
+    let sim = SimStorage::new();
+    let dwb = Doublewrite::open(&sim, PS, 8).unwrap();
+    let data = data_file(&sim, 8);
+    write(&dwb, &*data, &[(2, 5), (3, 5)]).unwrap();
+    let f = sim
+        .open(DWB_FILE_NAME, FileKind::Doublewrite, false)
+        .unwrap();
+    f.write_at(&[0x55; 16], 2 * PS as u64 + 900).unwrap(); // slot 1: page 3
+    f.sync().unwrap();
+    data.write_at(&[0x66; 16], 3 * PS as u64 + 900).unwrap();
+    data.sync().unwrap();
+    let broken = durable_page(&sim, 3);
+    sim.crash();
+    let (dwb, data) = reopen(&sim, 8);
+    let r = dwb.recover(&*data).unwrap();
+    assert_eq!((r.slots_valid, r.slots_corrupt), (1, 1));
+    assert!(r.pages_repaired.is_empty());
+    assert_eq!(durable_page(&sim, 3), broken, "garbage is not restored");
+}

@@ -1,0 +1,226 @@
+//! [`Doublewrite`]: opening (or creating) the doublewrite file, and the write path — a batch of
+//! sealed page images through the slots, then in place.
+//!
+//! What must stay true: D1 and D2 (`dwb/mod.rs`): within a chunk the order is always doublewrite
+//! write, doublewrite fsync, in-place writes, data fsync, and the mutex is held across all four,
+//! so no other chunk can overwrite the slots before the in-place copies are durable. D4: the
+//! first failure is returned as is (it names the file) and poisons this `Doublewrite`; nothing is
+//! retried. Must never write a page image that fails `page::verify` (that is a caller bug: panic).
+
+use super::header;
+use super::stats::{Counters, DwbStats};
+use super::{DWB_FILE_NAME, MAX_AREA_BYTES, MAX_SLOTS};
+use crate::error::{Error, Result};
+use crate::io::{AlignedBuf, File, FileKind, Storage};
+use crate::page::{self, PAGE_SIZES};
+use crate::types::PageId;
+use parking_lot::Mutex;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// The doublewrite area of one data file. `Send + Sync`: share it between page cleaners.
+pub struct Doublewrite {
+    pub(super) file: Arc<dyn File>,
+    /// Full path of the doublewrite file, for error messages.
+    pub(super) path: String,
+    pub(super) page_size: usize,
+    pub(super) slots: usize,
+    /// Held for a whole batch (see "Concurrency" in `dwb/mod.rs`) and for `recover`.
+    pub(super) area: Mutex<Area>,
+    pub(super) counters: Counters,
+}
+
+pub(super) struct Area {
+    /// `slots * page_size` bytes, allocated once: the chunk as written to the slots, and the
+    /// source of the in-place writes (so both copies are the same bytes).
+    pub staging: AlignedBuf,
+    /// Set by the first failed write or fsync (D4).
+    pub failed: Option<String>,
+}
+
+impl std::fmt::Debug for Doublewrite {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Doublewrite")
+            .field("path", &self.path)
+            .field("page_size", &self.page_size)
+            .field("slots", &self.slots)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Doublewrite {
+    /// Opens `evenkeel.dblwr` in `storage`, creating it when missing (or when an earlier create
+    /// was interrupted before any slot was written), with room for `slots` pages of `page_size`.
+    /// An existing file must have been created with the same page size and slot count.
+    pub fn open(storage: &dyn Storage, page_size: usize, slots: usize) -> Result<Doublewrite> {
+        let path = PathBuf::from(storage.describe())
+            .join(DWB_FILE_NAME)
+            .display()
+            .to_string();
+        check_geometry(&path, page_size, slots)?;
+        let existed = storage.exists(DWB_FILE_NAME);
+        let file = storage.open(DWB_FILE_NAME, FileKind::Doublewrite, true)?;
+        if !(existed && header_present(&*file, &path, page_size, slots)?) {
+            file.write_at(&header::encode(page_size, slots), 0)?;
+            // IMPORTANT: the header must be durable before any slot is written: a file whose
+            // header is unreadable but whose slots hold pages would be refused at open.
+            file.sync()?;
+            // IMPORTANT: a new file is not durable until its directory entry is.
+            storage.sync_dir()?;
+        }
+        Ok(Doublewrite {
+            file,
+            path,
+            page_size,
+            slots,
+            area: Mutex::new(Area {
+                staging: AlignedBuf::new(slots * page_size),
+                failed: None,
+            }),
+            counters: Counters::default(),
+        })
+    }
+
+    pub fn page_size(&self) -> usize {
+        self.page_size
+    }
+
+    pub fn slots(&self) -> usize {
+        self.slots
+    }
+
+    pub fn stats(&self) -> DwbStats {
+        self.counters.snapshot()
+    }
+
+    pub(super) fn slot_offset(&self, slot: usize) -> u64 {
+        ((1 + slot) * self.page_size) as u64
+    }
+
+    /// Writes sealed page images to `data` through the doublewrite area; returns when both the
+    /// slot copies and the in-place copies are durable. Batches larger than the slot count are
+    /// written as several chunks, one after the other. A page may appear more than once: its
+    /// images are written in LSN order, so the newest lands last, as recovery would choose.
+    ///
+    /// Panics if an image is not `page_size` bytes or fails `page::verify` for its `PageId`.
+    pub fn write_batch(&self, data: &dyn File, pages: &[(PageId, &[u8])]) -> Result<()> {
+        for (pid, image) in pages {
+            assert_eq!(
+                image.len(),
+                self.page_size,
+                "page {pid}: image of wrong size"
+            );
+            if let Err(fault) = page::verify(image, *pid) {
+                panic!("page {pid} handed to the doublewrite unsealed or invalid: {fault}");
+            }
+        }
+        if pages.is_empty() {
+            return Ok(());
+        }
+        // Page order, so consecutive pages of a chunk become one in-place write; LSN order
+        // within a page, so the newest image of a page is the one left in place.
+        let mut order: Vec<usize> = (0..pages.len()).collect();
+        order.sort_by_key(|&i| (pages[i].0, page::hdr::lsn(pages[i].1)));
+        let mut area = self.area.lock();
+        if let Some(first) = &area.failed {
+            return Err(Error::Poisoned(format!(
+                "doublewrite {}: an earlier write or fsync failed ({first})",
+                self.path
+            )));
+        }
+        for chunk in order.chunks(self.slots) {
+            let images: Vec<(PageId, &[u8])> = chunk.iter().map(|&i| pages[i]).collect();
+            if let Err(e) = self.write_chunk(&mut area.staging, data, &images) {
+                area.failed = Some(e.to_string());
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// One chunk (at most `slots` pages, sorted by page number), both phases.
+    fn write_chunk(
+        &self,
+        staging: &mut AlignedBuf,
+        data: &dyn File,
+        images: &[(PageId, &[u8])],
+    ) -> Result<()> {
+        let ps = self.page_size;
+        for (slot, (_, image)) in images.iter().enumerate() {
+            staging[slot * ps..(slot + 1) * ps].copy_from_slice(image);
+        }
+        let len = images.len() * ps;
+        self.file.write_at(&staging[..len], self.slot_offset(0))?;
+        // IMPORTANT (D1): the slot copies must be durable before any page of this chunk is
+        // written in place; an in-place write torn by a crash is repairable only from them.
+        self.file.sync()?;
+        Counters::add(&self.counters.fsyncs, 1);
+
+        let mut run_start = 0;
+        for k in 1..=images.len() {
+            let next_follows = images
+                .get(k)
+                .is_some_and(|(pid, _)| Some(pid.0) == images[k - 1].0 .0.checked_add(1));
+            if next_follows {
+                continue;
+            }
+            let offset = u64::from(images[run_start].0 .0) * ps as u64;
+            data.write_at(&staging[run_start * ps..k * ps], offset)?;
+            Counters::add(&self.counters.data_writes, 1);
+            run_start = k;
+        }
+        // IMPORTANT (D2): the in-place copies must be durable before these slots are reused by
+        // the next chunk or batch, and before the caller treats the pages as clean.
+        data.sync()?;
+        Counters::add(&self.counters.fsyncs, 1);
+
+        let n = images.len() as u64;
+        Counters::add(&self.counters.batches, 1);
+        Counters::add(&self.counters.pages_written, n);
+        Counters::add(&self.counters.bytes_written, 2 * n * ps as u64);
+        Ok(())
+    }
+}
+
+fn check_geometry(path: &str, page_size: usize, slots: usize) -> Result<()> {
+    let bad = |reason: String| Error::InvalidConfig {
+        origin: path.to_string(),
+        reason,
+    };
+    if !PAGE_SIZES.contains(&page_size) {
+        return Err(bad(format!(
+            "page_size {page_size} is not one of {PAGE_SIZES:?}"
+        )));
+    }
+    if slots == 0 || slots > MAX_SLOTS || slots * page_size > MAX_AREA_BYTES {
+        return Err(bad(format!(
+            "{slots} doublewrite slots of {page_size} bytes: the valid range is 1..={} slots \
+             and at most {MAX_AREA_BYTES} bytes of slots",
+            MAX_SLOTS.min(MAX_AREA_BYTES / page_size)
+        )));
+    }
+    Ok(())
+}
+
+/// True when the existing file has a valid header for this geometry; false when an earlier
+/// create was interrupted: the file is no longer than a header block whose page size is unknown
+/// or the configured one, and the header is not valid. No slot can have been written then, since
+/// slots are written only after a durable header. Any other defect is an error naming the file:
+/// its slots may hold the only intact copy of a page.
+fn header_present(file: &dyn File, path: &str, page_size: usize, slots: usize) -> Result<bool> {
+    let len = file.len()?;
+    let mut head = vec![0u8; len.min(16) as usize];
+    file.read_at(&mut head, 0)?;
+    let stored_ps = header::stored_page_size(&head);
+    let header_len = stored_ps.unwrap_or(page_size);
+    let mut raw = vec![0u8; len.min(header_len as u64) as usize];
+    file.read_at(&mut raw, 0)?;
+    match header::check(&raw, page_size, slots) {
+        Ok(()) => Ok(true),
+        Err(_) if len <= header_len as u64 && stored_ps.is_none_or(|s| s == page_size) => Ok(false),
+        Err(reason) => Err(Error::BadDatabase {
+            path: PathBuf::from(path),
+            reason,
+        }),
+    }
+}
