@@ -8,6 +8,7 @@
 use crate::btree::{Ctx, Tree, TreeCounters};
 use crate::buffer::{BufferPool, DirectSink, PageSink, PoolConfig, PoolStatus};
 use crate::catalog::Catalog;
+use crate::dwb::{Doublewrite, DWB_FILE_NAME};
 use crate::error::{Error, Result};
 use crate::flush::{cleaner, Durability, FlushConfig};
 use crate::io::{File, FileKind, FileStorage, IoStats, Storage};
@@ -209,23 +210,40 @@ fn flush_config(opts: &Options) -> FlushConfig {
     }
 }
 
-/// The doublewrite area when `doublewrite` is on, else direct in-place writes.
-fn page_sink(
-    _storage: &Arc<dyn Storage>,
-    _opts: &Options,
-    _page_size: usize,
-) -> Result<Box<dyn PageSink>> {
-    Ok(Box::new(DirectSink))
+/// Pages per doublewrite batch (the page cleaner writes batches of this size).
+const DOUBLEWRITE_SLOTS: usize = crate::flush::FLUSH_BATCH_PAGES;
+
+/// Writes page batches through the doublewrite area (invariant 4: a torn page is repairable).
+struct DoublewriteSink(Arc<Doublewrite>);
+
+impl PageSink for DoublewriteSink {
+    fn write_pages(&self, file: &dyn File, pages: &[(PageId, &[u8])]) -> Result<()> {
+        self.0.write_batch(file, pages)
+    }
 }
 
-/// Restores torn pages from the doublewrite area (before redo reads them).
-fn repair_torn_pages(
-    _storage: &Arc<dyn Storage>,
-    _opts: &Options,
-    _page_size: usize,
-    _file: &Arc<dyn File>,
-) -> Result<u64> {
-    Ok(0)
+/// The doublewrite area, when `doublewrite` is on or a doublewrite file exists (a database
+/// last run with doublewrite on may hold the only good copy of a torn page).
+fn open_doublewrite(
+    storage: &Arc<dyn Storage>,
+    opts: &Options,
+    page_size: usize,
+) -> Result<Option<Arc<Doublewrite>>> {
+    if !opts.doublewrite && !storage.exists(DWB_FILE_NAME) {
+        return Ok(None);
+    }
+    Ok(Some(Arc::new(Doublewrite::open(
+        storage.as_ref(),
+        page_size,
+        DOUBLEWRITE_SLOTS,
+    )?)))
+}
+
+fn page_sink(opts: &Options, dwb: &Option<Arc<Doublewrite>>) -> Box<dyn PageSink> {
+    match dwb {
+        Some(d) if opts.doublewrite => Box::new(DoublewriteSink(d.clone())),
+        _ => Box::new(DirectSink),
+    }
 }
 
 fn pool_config(opts: &Options, page_size: usize) -> PoolConfig {
@@ -304,11 +322,12 @@ impl Database {
         let ps = opts.page_size;
         let log = Arc::new(Log::create(storage.clone(), log_config(&opts))?);
         let file = storage.open(DATA_FILE, FileKind::Data, true)?;
+        let dwb = open_doublewrite(&storage, &opts, ps)?;
         let pool = Arc::new(BufferPool::new(
             &pool_config(&opts, ps),
             file,
             Some(log.clone()),
-            page_sink(&storage, &opts, ps)?,
+            page_sink(&opts, &dwb),
         )?);
         let dur = Durability::new(log.clone(), pool, flush_config(&opts));
         {
@@ -364,22 +383,39 @@ impl Database {
         // The file's page size wins over the option (which only applies at create time).
         opts.page_size = ps;
         opts.validate()?;
-        if len % ps as u64 != 0 {
+        // After a clean shutdown the file must be whole; after a crash a torn extension write
+        // may leave a partial last page, which doublewrite and redo repair.
+        let mut p0 = vec![0u8; ps];
+        let clean = len >= ps as u64
+            && file.read_at(&mut p0, 0).is_ok()
+            && page::verify(&p0, HEADER_PAGE).is_ok()
+            && Header::decode(&p0).clean;
+        if clean && len % ps as u64 != 0 {
             return Err(bad(format!(
                 "file length {len} is not a multiple of its page size {ps}: truncated or not \
                  written with this page size"
             )));
         }
+        if clean && len < Header::decode(&p0).page_count as u64 * ps as u64 {
+            return Err(bad(format!(
+                "file is truncated: header says {} pages, file has {len} bytes",
+                Header::decode(&p0).page_count
+            )));
+        }
         let (log, recovered) = Log::open(storage.clone(), log_config(&opts))?;
         let log = Arc::new(log);
         let mut report = RecoveryReport::default();
-        let sink = page_sink(&storage, &opts, ps)?;
-        report.pages_repaired_from_doublewrite = repair_torn_pages(&storage, &opts, ps, &file)?;
+        let dwb = open_doublewrite(&storage, &opts, ps)?;
+        if let Some(d) = &dwb {
+            // IMPORTANT: torn pages are restored before redo reads them.
+            report.pages_repaired_from_doublewrite =
+                d.recover(file.as_ref())?.pages_repaired.len() as u64;
+        }
         let pool = Arc::new(BufferPool::new(
             &pool_config(&opts, ps),
             file.clone(),
             Some(log.clone()),
-            sink,
+            page_sink(&opts, &dwb),
         )?);
         let pending = recovery::redo(&pool, &recovered, &mut report)?;
         drop(recovered);
@@ -392,14 +428,6 @@ impl Database {
             let g = pool.read(HEADER_PAGE)?;
             Header::decode(&g)
         };
-        let needed = header.page_count as u64 * ps as u64;
-        if file.len()? < needed && header.clean {
-            return Err(bad(format!(
-                "file is truncated: header says {} pages ({needed} bytes), file has {} bytes",
-                header.page_count,
-                file.len()?
-            )));
-        }
         let tree_counters = Arc::new(TreeCounters::default());
         let catalog = {
             let cx = Ctx {

@@ -533,7 +533,9 @@ impl BufferPool {
                 }
                 m.io_busy = true;
                 // pin under the mutex (B1)
-                self.frames[fid as usize].pin.fetch_add(1, Ordering::Acquire);
+                self.frames[fid as usize]
+                    .pin
+                    .fetch_add(1, Ordering::Acquire);
             }
             let frame = &self.frames[fid as usize];
             match frame.latch.try_read_for(Duration::from_millis(10)) {

@@ -76,12 +76,20 @@ fn worker(db: Database, t: u64, seed: u64, p: Arc<Progress>, stop: Arc<AtomicBoo
                 .get_for_update(&meta, b"counter")?
                 .map_or(0, |v| u64::from_be_bytes(v[..8].try_into().unwrap()));
             let delta: i64 = if i % 4 == 3 { 0 } else { 1 };
-            let len = if rng.gen_ratio(1, 20) { rng.gen_range(2000..9000) } else { rng.gen_range(0..200) };
+            let len = if rng.gen_ratio(1, 20) {
+                rng.gen_range(2000..9000)
+            } else {
+                rng.gen_range(0..200)
+            };
             txn.put(&own, &own_key(t, i), &val(i, len))?;
             if i % 4 == 3 {
                 txn.delete(&own, &own_key(t, i - 3))?;
             }
-            txn.put(&meta, b"counter", &((c as i64 + delta) as u64).to_be_bytes())?;
+            txn.put(
+                &meta,
+                b"counter",
+                &((c as i64 + delta) as u64).to_be_bytes(),
+            )?;
             p.attempted[t as usize].store(i + 1, Ordering::SeqCst);
             std::mem::replace(&mut txn, db.begin()).commit()
         })();
@@ -108,9 +116,17 @@ fn verify(db: &Database, p: &Progress, seed: u64) {
         .unwrap()
         .map(|r| r.unwrap().0)
         .collect();
-    assert_eq!(counter, rows.len() as u64, "seed {seed}: counter vs rows: a torn transaction");
+    assert_eq!(
+        counter,
+        rows.len() as u64,
+        "seed {seed}: counter vs rows: a torn transaction"
+    );
     for t in 0..THREADS {
-        let mine: BTreeSet<Vec<u8>> = rows.iter().filter(|k| k[3..11] == t.to_be_bytes()).cloned().collect();
+        let mine: BTreeSet<Vec<u8>> = rows
+            .iter()
+            .filter(|k| k[3..11] == t.to_be_bytes())
+            .cloned()
+            .collect();
         let lo = p.acked[t as usize].load(Ordering::SeqCst);
         let hi = p.attempted[t as usize].load(Ordering::SeqCst);
         assert!(
@@ -122,7 +138,10 @@ fn verify(db: &Database, p: &Progress, seed: u64) {
         for k in &mine {
             let i = u64::from_be_bytes(k[11..19].try_into().unwrap());
             let v = txn.get(&own, k).unwrap().unwrap();
-            assert!(v.is_empty() || v[0] == val(i, 1)[0], "seed {seed}: value of row {i}");
+            assert!(
+                v.is_empty() || v[0] == val(i, 1)[0],
+                "seed {seed}: value of row {i}"
+            );
         }
     }
 }
@@ -156,12 +175,21 @@ fn one_run(seed: u64) -> Coverage {
             std::thread::spawn(move || worker(db, t, seed, p, stop))
         })
         .collect();
-    while p.acked.iter().map(|a| a.load(Ordering::Relaxed)).sum::<u64>() < target {
+    while p
+        .acked
+        .iter()
+        .map(|a| a.load(Ordering::Relaxed))
+        .sum::<u64>()
+        < target
+    {
         std::thread::yield_now();
     }
     let mode = match rng.gen_range(0..3) {
         0 => CrashMode::DropUnsynced,
-        1 => CrashMode::TearLastWrite { file: None, keep_bytes: rng.gen_range(0..4096) },
+        1 => CrashMode::TearLastWrite {
+            file: None,
+            keep_bytes: rng.gen_range(0..4096),
+        },
         _ => CrashMode::KeepRandomSubset { seed },
     };
     if std::env::var("EVENKEEL_CRASH_DEBUG").is_ok() {
@@ -203,8 +231,14 @@ fn one_run(seed: u64) -> Coverage {
 
 #[test]
 fn crash_recover_verify_seeded() {
-    let runs: u64 = std::env::var("EVENKEEL_CRASH_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(150);
-    if let Some(seed) = std::env::var("EVENKEEL_CRASH_SEED").ok().and_then(|v| v.parse().ok()) {
+    let runs: u64 = std::env::var("EVENKEEL_CRASH_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(150);
+    if let Some(seed) = std::env::var("EVENKEEL_CRASH_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
         one_run(seed);
         return;
     }
@@ -227,13 +261,24 @@ fn crash_recover_verify_seeded() {
         }
     }
     let f = failures.into_inner().unwrap();
-    assert!(f.is_empty(), "{} of {runs} crash runs failed (replay with EVENKEEL_CRASH_SEED): {f:?}", f.len());
+    assert!(
+        f.is_empty(),
+        "{} of {runs} crash runs failed (replay with EVENKEEL_CRASH_SEED): {f:?}",
+        f.len()
+    );
     println!(
         "crash runs: {} passed; acknowledged commits checked: {}; runs whose recovery applied \
          redo: {} ({} page records); transactions re-applied: {}; runs past one log lap: {}",
-        cov.runs, cov.acked, cov.redo_applied_runs, cov.records_applied, cov.reapplied_txns,
+        cov.runs,
+        cov.acked,
+        cov.redo_applied_runs,
+        cov.records_applied,
+        cov.reapplied_txns,
         cov.wrapped_runs
     );
     // the campaign must exercise recovery, not just reopen clean databases
-    assert!(cov.redo_applied_runs * 2 >= cov.runs, "too few runs needed redo");
+    assert!(
+        cov.redo_applied_runs * 2 >= cov.runs,
+        "too few runs needed redo"
+    );
 }
