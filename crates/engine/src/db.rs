@@ -492,6 +492,7 @@ impl Database {
     pub fn create_table(&self, name: &str) -> Result<Table> {
         self.inner.check_open()?;
         let tree = self.inner.catalog.create(&self.inner.ctx(), name)?;
+        self.make_durable()?;
         Ok(Table {
             tree,
             name: Arc::from(name),
@@ -523,10 +524,15 @@ impl Database {
     /// Drops a table and frees its pages for reuse.
     pub fn drop_table(&self, name: &str) -> Result<()> {
         self.inner.check_open()?;
-        self.inner
-            .catalog
-            .drop_table(&self.inner.ctx(), name)
-            .map(|_| ())
+        self.inner.catalog.drop_table(&self.inner.ctx(), name)?;
+        self.make_durable()
+    }
+
+    /// DDL is acknowledged only once its redo is durable (invariant 3 holds for DDL too).
+    fn make_durable(&self) -> Result<()> {
+        let log = &self.inner.dur.log;
+        log.flush_to(log.current_lsn(), true)
+            .inspect_err(|e| self.inner.dur.poison(e))
     }
 
     pub fn tables(&self) -> Result<Vec<String>> {

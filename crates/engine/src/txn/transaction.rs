@@ -213,7 +213,7 @@ impl Transaction {
         }
         let db = &self.db;
         let dur = &db.dur;
-        let ops: Vec<(u32, &[u8], Option<&[u8]>)> = self
+        let ops: Vec<record::WriteRef<'_>> = self
             .writes
             .iter()
             .map(|((tid, k), (_, v))| (*tid, &k[..], v.as_deref()))

@@ -126,7 +126,10 @@ pub fn encode_page_diff(
     true
 }
 
-pub fn encode_commit(out: &mut Vec<u8>, txn: u64, writes: &[(u32, &[u8], Option<&[u8]>)]) {
+/// One write of a COMMIT record: table id, key, value (None deletes).
+pub type WriteRef<'a> = (u32, &'a [u8], Option<&'a [u8]>);
+
+pub fn encode_commit(out: &mut Vec<u8>, txn: u64, writes: &[WriteRef<'_>]) {
     out.push(REC_COMMIT);
     let len_at = out.len();
     out.extend_from_slice(&[0; 4]);
@@ -295,7 +298,7 @@ mod tests {
 
     #[test]
     fn commit_roundtrip_and_size() {
-        let writes: Vec<(u32, &[u8], Option<&[u8]>)> = vec![
+        let writes: Vec<WriteRef<'_>> = vec![
             (3, b"k1", Some(b"v1v1")),
             (3, b"k2", None),
             (4, b"", Some(b"")),

@@ -9,3 +9,4 @@ mod concurrency;
 mod crash;
 mod model;
 mod small_pool;
+mod txn;

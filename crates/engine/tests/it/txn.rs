@@ -1,0 +1,235 @@
+//! Transactions: deadlock, lock wait timeout, too-large transactions, rollback, each with its
+//! error and no leak; the redo log wrapping many times with checkpoints keeping up; and a
+//! COMMIT made durable by another thread's group commit but not yet applied at a crash,
+//! re-applied by recovery.
+
+use crate::common::*;
+use evenkeel::io::sim::CrashMode;
+use evenkeel::{Database, Error};
+use std::ops::Bound;
+use std::sync::{Arc, Barrier};
+
+fn small_log_opts() -> evenkeel::Options {
+    let mut o = opts(4096, 64 * 4096);
+    o.set("log_file_size", "256K").unwrap();
+    o.set("log_buffer_size", "256K").unwrap();
+    o.set("lock_wait_timeout", "1").unwrap();
+    o
+}
+
+#[test]
+fn deadlock_aborts_one_and_the_other_commits() {
+    let (_sim, db) = sim_db(small_log_opts());
+    let t = db.create_table("t").unwrap();
+    let barrier = Arc::new(Barrier::new(2));
+    let results: Vec<Result<(), Error>> = std::thread::scope(|s| {
+        let hs: Vec<_> = [(b"a", b"b"), (b"b", b"a")]
+            .into_iter()
+            .map(|(first, second)| {
+                let (db, t, barrier) = (db.clone(), t.clone(), barrier.clone());
+                s.spawn(move || {
+                    let mut txn = db.begin();
+                    txn.put(&t, first, b"1")?;
+                    barrier.wait();
+                    txn.put(&t, second, b"2")?;
+                    txn.commit()
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let deadlocks = results
+        .iter()
+        .filter(|r| matches!(r, Err(Error::Deadlock { .. })))
+        .count();
+    let ok = results.iter().filter(|r| r.is_ok()).count();
+    assert_eq!((deadlocks, ok), (1, 1), "{results:?}");
+    assert!(results
+        .iter()
+        .any(|r| r.as_ref().is_err_and(|e| e.is_retryable())));
+    let st = db.status();
+    assert_eq!(st.locks.deadlocks, 1);
+    assert_eq!(st.locks.memory_used_bytes, 0, "locks leaked");
+    // the winner's writes are both there
+    let mut txn = db.begin();
+    assert_eq!(txn.get(&t, b"b").unwrap().map(|v| v.len()), Some(1));
+}
+
+#[test]
+fn lock_wait_timeout_names_the_limit() {
+    let (_sim, db) = sim_db(small_log_opts());
+    let t = db.create_table("t").unwrap();
+    let mut holder = db.begin();
+    holder.get_for_update(&t, b"k").unwrap();
+    let mut waiter = db.begin();
+    let err = waiter.put(&t, b"k", b"v").unwrap_err();
+    assert!(matches!(err, Error::LockWaitTimeout { .. }), "{err}");
+    assert!(err.to_string().contains('1'), "{err}");
+    drop(waiter);
+    holder.rollback();
+    assert_eq!(db.status().locks.memory_used_bytes, 0);
+    // after the holder is gone the key is free
+    let mut txn = db.begin();
+    txn.put(&t, b"k", b"v").unwrap();
+    txn.commit().unwrap();
+}
+
+#[test]
+fn too_large_transactions_are_refused_and_leave_nothing() {
+    let mut o = small_log_opts();
+    o.set("max_write_set_size", "64K").unwrap();
+    let (_sim, db) = sim_db(o);
+    let t = db.create_table("t").unwrap();
+    let mut txn = db.begin();
+    let mut err = None;
+    for i in 0..10_000u64 {
+        if let Err(e) = txn.put(&t, &key16(i), &[7u8; 100]) {
+            err = Some(e);
+            break;
+        }
+    }
+    let err = err.expect("the write set limit must stop the transaction");
+    assert!(
+        matches!(err, Error::TransactionTooLarge { limit: 65536, .. }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("max_write_set_size"));
+    txn.rollback();
+    // a write set under max_write_set_size but whose COMMIT exceeds a quarter of the log
+    let mut o = small_log_opts();
+    o.set("max_write_set_size", "1G").unwrap();
+    let (_sim, db) = sim_db(o);
+    let t = db.create_table("t").unwrap();
+    let mut txn = db.begin();
+    for i in 0..2_000u64 {
+        txn.put(&t, &key16(i), &[7u8; 200]).unwrap();
+    }
+    let err = txn.commit().unwrap_err();
+    assert!(matches!(err, Error::TransactionTooLarge { .. }), "{err}");
+    assert!(err.to_string().contains("quarter of the redo log"), "{err}");
+    let st = db.status();
+    assert_eq!(st.locks.memory_used_bytes, 0, "locks leaked");
+    assert_eq!(
+        db.begin()
+            .scan(&t, Bound::Unbounded, Bound::Unbounded, false)
+            .unwrap()
+            .count(),
+        0,
+        "nothing of a refused transaction is visible"
+    );
+}
+
+#[test]
+fn rollback_discards_writes_and_locks() {
+    let (_sim, db) = sim_db(small_log_opts());
+    let t = db.create_table("t").unwrap();
+    let mut txn = db.begin();
+    txn.put(&t, b"x", b"1").unwrap();
+    assert_eq!(txn.get(&t, b"x").unwrap(), Some(b"1".to_vec()));
+    txn.rollback();
+    assert_eq!(db.begin().get(&t, b"x").unwrap(), None);
+    // an abandoned (dropped) transaction releases its locks too
+    {
+        let mut txn = db.begin();
+        txn.put(&t, b"y", b"1").unwrap();
+    }
+    assert_eq!(db.status().locks.memory_used_bytes, 0);
+    assert_eq!(db.status().rollbacks, 1);
+}
+
+/// A 512 KiB log wraps dozens of times; the checkpoint keeps up and nothing stalls forever.
+#[test]
+fn log_wraps_many_times_with_checkpoints() {
+    let o = small_log_opts();
+    let (sim, db) = sim_db(o.clone());
+    let t = db.create_table("t").unwrap();
+    for round in 0..60u64 {
+        let mut txn = db.begin();
+        for i in 0..200u64 {
+            txn.put(&t, &key16(i), &val(round + i, 150)).unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    let st = db.status();
+    assert!(
+        st.lsn > 10 * st.log_capacity_bytes,
+        "lsn {} capacity {}",
+        st.lsn,
+        st.log_capacity_bytes
+    );
+    assert!(st.checkpoints > 10, "{}", st.checkpoints);
+    assert!(st.checkpoint_age_bytes <= st.log_capacity_bytes);
+    drop(db);
+    sim.crash();
+    let db = Database::open_in(Arc::new(sim), o).unwrap();
+    let t = db.table("t").unwrap();
+    assert_eq!(
+        db.begin().get(&t, &key16(7)).unwrap(),
+        Some(val(59 + 7, 150))
+    );
+    assert_check(&db);
+}
+
+/// Transaction A applies a big write set slowly while B commits small ones: B's group commit
+/// makes A's COMMIT durable before A has applied it. Crash then: recovery re-applies A whole.
+#[test]
+fn durable_commit_not_yet_applied_is_reapplied() {
+    let mut reapplied = 0;
+    for attempt in 0..40u64 {
+        let o = small_log_opts();
+        let (sim, db) = sim_db(o.clone());
+        let t = db.create_table("t").unwrap();
+        let c = db.create_table("c").unwrap();
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        std::thread::scope(|s| {
+            let (db2, c2, stop2) = (db.clone(), c.clone(), stop.clone());
+            s.spawn(move || {
+                let mut i = 0u64;
+                while !stop2.load(std::sync::atomic::Ordering::Relaxed) {
+                    let mut txn = db2.begin();
+                    if txn.put(&c2, &key16(i), b"small").is_err() || txn.commit().is_err() {
+                        return;
+                    }
+                    i += 1;
+                }
+            });
+            let mut big = db.begin();
+            for i in 0..300u64 {
+                big.put(&t, &key16(i), &val(i, 80)).unwrap();
+            }
+            let (db3, sim3) = (db.clone(), sim.clone());
+            let crasher = s.spawn(move || {
+                // crash once the big transaction is part-way applied
+                let target = 20 + attempt * 7;
+                while db3.status().rows_written < target {
+                    std::thread::yield_now();
+                }
+                sim3.crash_with(CrashMode::DropUnsynced);
+            });
+            let _ = big.commit();
+            crasher.join().unwrap();
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        });
+        drop(db);
+        let db = Database::open_in(Arc::new(sim), o).unwrap();
+        let t = db.table("t").unwrap();
+        let n = db
+            .begin()
+            .scan(&t, Bound::Unbounded, Bound::Unbounded, false)
+            .unwrap()
+            .count();
+        assert!(
+            n == 0 || n == 300,
+            "attempt {attempt}: {n} of 300 rows: a half-applied transaction"
+        );
+        reapplied += db.status().recovery.transactions_reapplied;
+        assert_check(&db);
+        if reapplied > 0 {
+            break;
+        }
+    }
+    assert!(
+        reapplied > 0,
+        "no attempt produced a durable-but-unapplied COMMIT"
+    );
+}
