@@ -18,6 +18,7 @@
 //! Never: flush while holding a page latch (a page cleaner would wait on that very page).
 
 pub mod cleaner;
+pub mod policy;
 
 use crate::buffer::BufferPool;
 use crate::error::{Error, Result};
