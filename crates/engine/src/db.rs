@@ -10,7 +10,7 @@ use crate::buffer::{BufferPool, DirectSink, PageSink, PoolConfig, PoolStatus};
 use crate::catalog::Catalog;
 use crate::dwb::{Doublewrite, DWB_FILE_NAME};
 use crate::error::{Error, Result};
-use crate::flush::{cleaner, Durability, FlushConfig};
+use crate::flush::{cleaner, Durability};
 use crate::io::{File, FileKind, FileStorage, IoStats, Storage};
 use crate::mtr::Mtr;
 use crate::options::Options;
@@ -80,6 +80,7 @@ pub(crate) struct DbInner {
     pub(crate) next_txn: AtomicU64,
     pub(crate) recovery: RecoveryReport,
     cleaner: Mutex<Option<std::thread::JoinHandle<()>>>,
+    readers: Mutex<Vec<std::thread::JoinHandle<()>>>,
     pub(crate) catalog: Catalog,
     pub(crate) opts: Options,
     pub(crate) tree_counters: Arc<TreeCounters>,
@@ -112,6 +113,10 @@ impl DbInner {
         }
         self.dur.stop();
         if let Some(h) = self.cleaner.lock().take() {
+            let _ = h.join();
+        }
+        self.pool.set_read_ahead_queue(None);
+        for h in self.readers.lock().drain(..) {
             let _ = h.join();
         }
         if self.dur.check_poison().is_err() {
@@ -158,8 +163,16 @@ pub struct Status {
     pub checkpoint_age_pct: f64,
     pub log_capacity_bytes: u64,
     pub log: wal::LogStats,
+    pub flush_policy: String,
     pub pages_flushed_background: u64,
+    pub pages_flushed_lru: u64,
     pub pages_flushed_sync: u64,
+    pub pages_flushed_max_dirty: u64,
+    pub max_dirty_waits: u64,
+    pub max_dirty_wait_us: u64,
+    pub admission_delay_now_us: u64,
+    pub admission_delays: u64,
+    pub admission_delay_total_us: u64,
     pub sync_flush_waits: u64,
     pub sync_flush_wait_us: u64,
     pub log_full_waits: u64,
@@ -198,15 +211,6 @@ fn log_config(opts: &Options) -> LogConfig {
             _ => FlushAtCommit::One,
         },
         ..LogConfig::default()
-    }
-}
-
-fn flush_config(opts: &Options) -> FlushConfig {
-    FlushConfig {
-        io_capacity: opts.io_capacity,
-        io_capacity_max: opts.io_capacity_max,
-        async_pct: opts.checkpoint_async_point_pct as f64,
-        sync_pct: opts.checkpoint_sync_point_pct as f64,
     }
 }
 
@@ -329,7 +333,7 @@ impl Database {
             Some(log.clone()),
             page_sink(&opts, &dwb),
         )?);
-        let dur = Durability::new(log.clone(), pool, flush_config(&opts));
+        let dur = Durability::new(log.clone(), pool, opts.clone());
         {
             let mut mtr = Mtr::new(&dur.pool, &dur);
             let hs = mtr.create(HEADER_PAGE)?;
@@ -419,11 +423,7 @@ impl Database {
         )?);
         let pending = recovery::redo(&pool, &recovered, &mut report)?;
         drop(recovered);
-        let dur = Arc::new(Durability::new(
-            log.clone(),
-            pool.clone(),
-            flush_config(&opts),
-        ));
+        let dur = Arc::new(Durability::new(log.clone(), pool.clone(), opts.clone()));
         let header = {
             let g = pool.read(HEADER_PAGE)?;
             Header::decode(&g)
@@ -447,6 +447,7 @@ impl Database {
             next_txn: AtomicU64::new(1),
             recovery: RecoveryReport::default(),
             cleaner: Mutex::new(None),
+            readers: Mutex::new(Vec::new()),
             catalog,
             opts,
             tree_counters,
@@ -471,6 +472,22 @@ impl Database {
             .spawn(move || cleaner::run(dur))
             .map_err(|e| Error::io("flusher thread", "spawn", e))?;
         *inner.cleaner.lock() = Some(handle);
+        // read-ahead threads: requests are hints, so a bounded queue drops them when full
+        let (tx, rx) = crossbeam::channel::bounded::<PageId>(1024);
+        for i in 0..inner.opts.read_io_threads {
+            let (pool, rx) = (inner.pool.clone(), rx.clone());
+            let h = std::thread::Builder::new()
+                .name(format!("evenkeel-read-{i}"))
+                .spawn(move || {
+                    while let Ok(pid) = rx.recv() {
+                        // a failed read-ahead is not an error: the page is read when needed
+                        let _ = pool.prefetch(pid);
+                    }
+                })
+                .map_err(|e| Error::io("read-ahead thread", "spawn", e))?;
+            inner.readers.lock().push(h);
+        }
+        inner.pool.set_read_ahead_queue(Some(tx));
         Ok(Database {
             inner: Arc::new(inner),
         })
@@ -563,8 +580,20 @@ impl Database {
             checkpoint_age_pct: 100.0 * lsn.saturating_sub(cp) as f64 / log.capacity() as f64,
             log_capacity_bytes: log.capacity(),
             log: log.stats(),
+            flush_policy: crate::flush::policy::POLICY_NAMES
+                .get(i.dur.knobs.read().adaptive_flushing)
+                .copied()
+                .unwrap_or("?")
+                .to_string(),
             pages_flushed_background: ld(&fc.pages_flushed_background),
+            pages_flushed_lru: ld(&fc.pages_flushed_lru),
             pages_flushed_sync: ld(&fc.pages_flushed_sync),
+            pages_flushed_max_dirty: ld(&fc.pages_flushed_max_dirty),
+            max_dirty_waits: ld(&fc.max_dirty_waits),
+            max_dirty_wait_us: ld(&fc.max_dirty_wait_us),
+            admission_delay_now_us: ld(&i.dur.admission_delay_now_us),
+            admission_delays: ld(&fc.admission_delays),
+            admission_delay_total_us: ld(&fc.admission_delay_us),
             sync_flush_waits: ld(&fc.sync_flush_waits),
             sync_flush_wait_us: ld(&fc.sync_flush_wait_us),
             log_full_waits: ld(&fc.log_full_waits),
@@ -610,6 +639,48 @@ impl Database {
     pub fn check(&self) -> Result<crate::check::CheckReport> {
         self.flush()?;
         crate::check::check_file(self.inner.pool.file().as_ref())
+    }
+
+    /// Changes a dynamic option on the open database (see `options::DYNAMIC_KNOBS`); it takes
+    /// effect within one page-cleaner loop. Others are rejected with the list of dynamic ones.
+    pub fn set_option(&self, name: &str, value: &str) -> Result<()> {
+        self.inner.check_open()?;
+        let canonical = name.trim().to_ascii_lowercase().replace('-', "_");
+        let canonical = canonical
+            .strip_prefix("innodb_")
+            .unwrap_or(&canonical)
+            .to_string();
+        if !crate::options::DYNAMIC_KNOBS.contains(&canonical.as_str()) {
+            return Err(Error::InvalidOption {
+                name: name.to_string(),
+                value: value.to_string(),
+                expected: format!(
+                    "an option that can change while open: {}",
+                    crate::options::DYNAMIC_KNOBS.join(", ")
+                ),
+            });
+        }
+        let mut k = self.inner.dur.knobs.read().clone();
+        k.set(&canonical, value)?;
+        k.validate()?;
+        *self.inner.dur.knobs.write() = k;
+        self.inner.dur.wake_flusher();
+        Ok(())
+    }
+
+    /// The current value of every option (dynamic ones as last set).
+    pub fn current_options(&self) -> Options {
+        self.inner.dur.knobs.read().clone()
+    }
+
+    /// The per-second samples recorded by the page cleaner (up to the last hour).
+    pub fn samples(&self) -> Vec<crate::flush::sample::Sample> {
+        self.inner.dur.samples.lock().iter().cloned().collect()
+    }
+
+    /// The newest per-second sample, if a second has passed since open.
+    pub fn last_sample(&self) -> Option<crate::flush::sample::Sample> {
+        self.inner.dur.samples.lock().back().cloned()
     }
 
     /// Writes everything back and marks a clean shutdown. Other handles become unusable.

@@ -270,7 +270,51 @@ knobs! {
     max_lock_memory: u64 = 64 * MIB, Kind::Size { min: 64 * KIB, max: TIB };
     /// Bytes of keys and values one transaction may write; more fails with TransactionTooLarge.
     max_write_set_size: u64 = 64 * MIB, Kind::Size { min: 4 * KIB, max: TIB };
+    /// Flush policy: fixed (5.1), innodb55, estimate, keep_average (XtraDB), innodb80, steady (ours). Dynamic.
+    adaptive_flushing: usize = 5, Kind::Name(crate::flush::policy::POLICY_NAMES);
+    /// innodb80: checkpoint age, in percent of capacity, under which redo does not drive flushing. Dynamic.
+    adaptive_flushing_lwm: u64 = 10, Kind::Int { min: 0, max: 70, unit: "percent" };
+    /// innodb80/innodb55: loops (about seconds) over which rates are averaged. Dynamic.
+    flushing_avg_loops: u64 = 30, Kind::Int { min: 1, max: 1000, unit: "loops" };
+    /// Dirty pages, in percent of the pool, past which flushing goes all-out (and, with check_max_dirty_foreground, committing threads flush). Dynamic.
+    max_dirty_pages_pct: u64 = 90, Kind::Int { min: 1, max: 99, unit: "percent" };
+    /// Dirty pages, in percent, under which innodb80 does no dirty-driven flushing. Dynamic.
+    max_dirty_pages_pct_lwm: u64 = 10, Kind::Int { min: 0, max: 99, unit: "percent" };
+    /// Make committing threads flush oldest pages before dirtying more while max_dirty_pages_pct is exceeded, so the limit really holds. Dynamic.
+    check_max_dirty_foreground: bool = true, Kind::Bool;
+    /// Also write dirty neighbours of each flushed page: 0 off, 1 contiguous dirty pages, 2 any dirty page of the 64-page extent. Dynamic.
+    flush_neighbors: u64 = 0, Kind::Int { min: 0, max: 2, unit: "" };
+    /// Frames scanned from each LRU tail per loop to keep free frames ready. Dynamic.
+    lru_scan_depth: u64 = 1024, Kind::Int { min: 100, max: u32::MAX as u64, unit: "pages" };
+    /// Page cleaner threads; flushing is spread over buffer-pool instances.
+    page_cleaners: u64 = 1, Kind::Int { min: 1, max: 64, unit: "threads" };
+    /// Read-ahead: none, linear (next extent after a sequential run) or random (rest of an extent). Dynamic.
+    read_ahead: usize = 1, Kind::Name(&["none", "linear", "random"]);
+    /// Pages of an extent read in order that trigger linear read-ahead of the next extent. Dynamic.
+    read_ahead_threshold: u64 = 56, Kind::Int { min: 0, max: 64, unit: "pages" };
+    /// Threads that perform read-ahead reads.
+    read_io_threads: u64 = 2, Kind::Int { min: 1, max: 64, unit: "threads" };
+    /// steady: cap on page-write bandwidth in bytes per second, for sharing a device (0: none). Dynamic.
+    write_bandwidth_max: u64 = 0, Kind::Size { min: 0, max: TIB };
 }
+
+/// Knobs that can change on an open database (taking effect within one cleaner loop).
+pub const DYNAMIC_KNOBS: &[&str] = &[
+    "adaptive_flushing",
+    "adaptive_flushing_lwm",
+    "flushing_avg_loops",
+    "io_capacity",
+    "io_capacity_max",
+    "max_dirty_pages_pct",
+    "max_dirty_pages_pct_lwm",
+    "check_max_dirty_foreground",
+    "flush_neighbors",
+    "lru_scan_depth",
+    "read_ahead",
+    "read_ahead_threshold",
+    "write_bandwidth_max",
+    "lock_wait_timeout",
+];
 
 /// `Innodb-Buffer-Pool-Size` -> `buffer_pool_size`.
 fn canonical_name(name: &str) -> String {
@@ -404,6 +448,13 @@ impl Options {
                     expected: knob.kind.expected(),
                 });
             }
+        }
+        if self.max_dirty_pages_pct_lwm > self.max_dirty_pages_pct {
+            return Err(Error::InvalidOption {
+                name: "max_dirty_pages_pct_lwm".to_string(),
+                value: self.max_dirty_pages_pct_lwm.to_string(),
+                expected: format!("at most max_dirty_pages_pct ({})", self.max_dirty_pages_pct),
+            });
         }
         if self.io_capacity_max < self.io_capacity {
             return Err(Error::InvalidOption {

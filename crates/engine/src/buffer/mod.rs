@@ -30,6 +30,9 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// Pages per extent: the unit of read-ahead and of flush_neighbors=2 (and of instance hashing).
+pub const EXTENT_PAGES: u32 = 64;
+
 /// How many times a thread retries for a free frame when every frame is pinned, before it
 /// reports the pool as too small for the concurrency asked of it.
 const FREE_FRAME_RETRIES: u32 = 2000;
@@ -58,6 +61,8 @@ struct Meta {
     /// A write-back of this frame is in flight (InnoDB's io_fix). B5: at most one write of a
     /// page is in flight, so an older image can never land after a newer one.
     io_busy: bool,
+    /// Read by read-ahead and not accessed since.
+    ra: bool,
 }
 
 struct InstState {
@@ -87,6 +92,13 @@ pub struct PoolCounters {
     pub eviction_writes: AtomicU64,
     pub free_frame_waits: AtomicU64,
     pub free_frame_wait_us: AtomicU64,
+    /// Clean -> dirty transitions (pages newly dirtied).
+    pub pages_dirtied: AtomicU64,
+    pub lru_evictions: AtomicU64,
+    pub read_ahead_pages: AtomicU64,
+    pub read_ahead_evicted_unused: AtomicU64,
+    /// Batches written through the sink (each ends with a data file sync).
+    pub write_batches: AtomicU64,
 }
 
 /// A consistent-enough snapshot of pool sizes and counters.
@@ -107,6 +119,10 @@ pub struct PoolStatus {
     pub eviction_writes: u64,
     pub free_frame_waits: u64,
     pub free_frame_wait_us: u64,
+    pub pages_dirtied: u64,
+    pub lru_evictions: u64,
+    pub read_ahead_pages: u64,
+    pub read_ahead_evicted_unused: u64,
 }
 
 pub struct PoolConfig {
@@ -143,6 +159,10 @@ pub struct BufferPool {
     wal: Option<Arc<crate::wal::Log>>,
     sink: Box<dyn PageSink>,
     poisoned: AtomicBool,
+    /// 0 none, 1 linear, 2 random (read_ahead); and read_ahead_threshold.
+    ra_mode: std::sync::atomic::AtomicU8,
+    ra_threshold: AtomicU32,
+    ra_queue: Mutex<Option<crossbeam::channel::Sender<PageId>>>,
     frames: Box<[Frame]>,
     instances: Box<[Instance]>,
     per_instance: u32,
@@ -155,11 +175,15 @@ enum Mode {
     Read,
     Write,
     Create,
+    /// Read-ahead: load into the pool, mark as read ahead, latch nothing afterwards.
+    Prefetch,
 }
 
 enum Latched<'a> {
     R(PageRead<'a>),
     W(PageWrite<'a>),
+    /// A prefetch: the page is in the pool, nothing is held.
+    Loaded,
 }
 
 impl BufferPool {
@@ -209,6 +233,7 @@ impl BufferPool {
                             oldest_lsn: 0,
                             newest_lsn: 0,
                             io_busy: false,
+                            ra: false,
                         };
                         per_instance
                     ],
@@ -220,6 +245,9 @@ impl BufferPool {
             wal,
             sink,
             poisoned: AtomicBool::new(false),
+            ra_mode: std::sync::atomic::AtomicU8::new(0),
+            ra_threshold: AtomicU32::new(56),
+            ra_queue: Mutex::new(None),
             frames,
             instances,
             per_instance: per_instance as u32,
@@ -274,6 +302,7 @@ impl BufferPool {
         let m = &mut st.meta[local as usize];
         m.newest_lsn = end.0;
         if m.oldest_lsn == 0 {
+            self.counters.pages_dirtied.fetch_add(1, Ordering::Relaxed);
             m.oldest_lsn = start.0.max(1);
             let key = (m.oldest_lsn, fid);
             st.flush_list.insert(key);
@@ -285,6 +314,7 @@ impl BufferPool {
         match self.fetch(pid, Mode::Read)? {
             Latched::R(g) => Ok(g),
             Latched::W(g) => Ok(g.downgrade()),
+            Latched::Loaded => unreachable!("read returned a prefetch"),
         }
     }
 
@@ -292,7 +322,7 @@ impl BufferPool {
     pub fn write(&self, pid: PageId) -> Result<PageWrite<'_>> {
         match self.fetch(pid, Mode::Write)? {
             Latched::W(g) => Ok(g),
-            Latched::R(_) => unreachable!("write fetch returned a read latch"),
+            Latched::R(_) | Latched::Loaded => unreachable!("write fetch returned a read latch"),
         }
     }
 
@@ -301,7 +331,7 @@ impl BufferPool {
     pub fn create(&self, pid: PageId) -> Result<PageWrite<'_>> {
         match self.fetch(pid, Mode::Create)? {
             Latched::W(g) => Ok(g),
-            Latched::R(_) => unreachable!("create returned a read latch"),
+            Latched::R(_) | Latched::Loaded => unreachable!("create returned a read latch"),
         }
     }
 
@@ -326,9 +356,19 @@ impl BufferPool {
                     }
                     Touch::AlreadyYoung => {}
                 }
+                let m = &mut st.meta[local as usize];
+                if matches!(mode, Mode::Prefetch) {
+                    drop(st);
+                    self.unpin(fid);
+                    return Ok(Latched::Loaded);
+                }
+                m.ra = false;
                 drop(st);
                 if matches!(mode, Mode::Create) {
                     unreachable!("create of page {pid} that is already in the pool");
+                }
+                if pid.0 % EXTENT_PAGES == EXTENT_PAGES - 1 {
+                    self.maybe_read_ahead(pid, false);
                 }
                 let frame = &self.frames[fid as usize];
                 let latched = match mode {
@@ -384,6 +424,7 @@ impl BufferPool {
                 oldest_lsn: 0,
                 newest_lsn: 0,
                 io_busy: false,
+                ra: matches!(mode, Mode::Prefetch),
             };
             let now = self.now_ms();
             st.lru.insert_new(local, now);
@@ -414,6 +455,16 @@ impl BufferPool {
                 g: Some(g),
                 modified: false,
             };
+            if matches!(mode, Mode::Prefetch) {
+                self.counters
+                    .read_ahead_pages
+                    .fetch_add(1, Ordering::Relaxed);
+                drop(w);
+                return Ok(Latched::Loaded);
+            }
+            if !matches!(mode, Mode::Create) {
+                self.maybe_read_ahead(pid, true);
+            }
             return Ok(match mode {
                 Mode::Read => Latched::R(w.downgrade()),
                 _ => Latched::W(w),
@@ -465,6 +516,11 @@ impl BufferPool {
             }
             if let Some(local) = clean_victim {
                 let pid = st.meta[local as usize].page;
+                if st.meta[local as usize].ra {
+                    self.counters
+                        .read_ahead_evicted_unused
+                        .fetch_add(1, Ordering::Relaxed);
+                }
                 st.page_table.remove(&pid);
                 st.lru.remove(local);
                 st.meta[local as usize].page = PageId::NONE;
@@ -581,6 +637,7 @@ impl BufferPool {
         self.counters
             .pages_written
             .fetch_add(imgs.len() as u64, Ordering::Relaxed);
+        self.counters.write_batches.fetch_add(1, Ordering::Relaxed);
         for (pid, fid, lsn, _) in imgs {
             let (k, local) = self.split_fid(*fid);
             let mut st = self.instances[k].state.lock();
@@ -652,9 +709,209 @@ impl BufferPool {
             oldest_lsn: 0,
             newest_lsn: 0,
             io_busy: false,
+            ra: false,
         };
         st.free.push(local);
         true
+    }
+
+    /// Sets read_ahead (0 none, 1 linear, 2 random) and read_ahead_threshold.
+    pub fn set_read_ahead(&self, mode: u8, threshold: u32) {
+        self.ra_mode.store(mode, Ordering::Relaxed);
+        self.ra_threshold.store(threshold, Ordering::Relaxed);
+    }
+
+    /// Where read-ahead requests go (the read-ahead threads' queue).
+    pub fn set_read_ahead_queue(&self, tx: Option<crossbeam::channel::Sender<PageId>>) {
+        *self.ra_queue.lock() = tx;
+    }
+
+    /// Loads `pid` for read-ahead (a no-op when it is in the pool already).
+    pub fn prefetch(&self, pid: PageId) -> Result<()> {
+        self.fetch(pid, Mode::Prefetch).map(|_| ())
+    }
+
+    fn extent_resident(&self, first: u32) -> u32 {
+        let k = self.instance_of(PageId(first));
+        let st = self.instances[k].state.lock();
+        (first..first + EXTENT_PAGES)
+            .filter(|p| st.page_table.contains_key(&PageId(*p)))
+            .count() as u32
+    }
+
+    /// InnoDB's triggers, simplified to residency: linear, at the last page of an extent with
+    /// at least read_ahead_threshold of its pages in the pool, reads the next extent; random,
+    /// on a miss in an extent with at least 13 resident pages, reads the rest of it.
+    fn maybe_read_ahead(&self, pid: PageId, miss: bool) {
+        let mode = self.ra_mode.load(Ordering::Relaxed);
+        if mode == 0 {
+            return;
+        }
+        let first = pid.0 - pid.0 % EXTENT_PAGES;
+        let targets: Vec<u32> = if mode == 1 && pid.0 % EXTENT_PAGES == EXTENT_PAGES - 1 {
+            if self.extent_resident(first) < self.ra_threshold.load(Ordering::Relaxed) {
+                return;
+            }
+            (first + EXTENT_PAGES..first + 2 * EXTENT_PAGES).collect()
+        } else if mode == 2 && miss {
+            if self.extent_resident(first) < 13 {
+                return;
+            }
+            (first..first + EXTENT_PAGES)
+                .filter(|p| *p != pid.0)
+                .collect()
+        } else {
+            return;
+        };
+        let q = self.ra_queue.lock();
+        if let Some(tx) = q.as_ref() {
+            for p in targets {
+                // a full queue drops requests: read-ahead is a hint
+                let _ = tx.try_send(PageId(p));
+            }
+        }
+    }
+
+    /// The oldest dirty frames of the instances `pick` selects, up to `n` in all.
+    pub fn oldest_dirty_in(&self, n: usize, pick: &dyn Fn(usize) -> bool) -> Vec<u32> {
+        let mut out: Vec<(u64, u32)> = Vec::new();
+        for (k, inst) in self.instances.iter().enumerate() {
+            if !pick(k) {
+                continue;
+            }
+            let st = inst.state.lock();
+            out.extend(st.flush_list.iter().take(n).copied());
+        }
+        out.sort_unstable();
+        out.into_iter().take(n).map(|(_, f)| f).collect()
+    }
+
+    /// Adds the dirty neighbours of each frame: mode 1 the contiguous dirty pages on each
+    /// side, mode 2 every dirty page of the same 64-page extent (flush_neighbors).
+    pub fn with_neighbors(&self, fids: &[u32], mode: u64) -> Vec<u32> {
+        let mut out: Vec<u32> = fids.to_vec();
+        if mode == 0 {
+            return out;
+        }
+        for &fid in fids {
+            let (k, local) = self.split_fid(fid);
+            let st = self.instances[k].state.lock();
+            let pid = st.meta[local as usize].page;
+            if pid.is_none() {
+                continue;
+            }
+            let first = pid.0 - pid.0 % EXTENT_PAGES;
+            let dirty_fid = |p: u32| -> Option<u32> {
+                let &l = st.page_table.get(&PageId(p))?;
+                (st.meta[l as usize].oldest_lsn != 0).then_some(self.instances[k].base + l)
+            };
+            if mode == 2 {
+                out.extend((first..first + EXTENT_PAGES).filter_map(dirty_fid));
+            } else {
+                let mut p = pid.0;
+                while p > first {
+                    p -= 1;
+                    match dirty_fid(p) {
+                        Some(f) => out.push(f),
+                        None => break,
+                    }
+                }
+                let mut p = pid.0 + 1;
+                while p < first + EXTENT_PAGES {
+                    match dirty_fid(p) {
+                        Some(f) => out.push(f),
+                        None => break,
+                    }
+                    p += 1;
+                }
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// LRU tail cleaning for the instances `pick` selects: until `want_free` frames are free
+    /// in an instance, scan up to `scan_depth` frames from its LRU tail, evicting clean
+    /// unpinned pages to the free list and collecting dirty ones to write. Returns (frames
+    /// freed, dirty pages written). Keeps free frames ready so readers need not write.
+    pub fn lru_clean(
+        &self,
+        want_free: usize,
+        scan_depth: usize,
+        pick: &dyn Fn(usize) -> bool,
+    ) -> Result<(usize, usize)> {
+        let mut freed = 0;
+        let mut dirty = Vec::new();
+        for (k, inst) in self.instances.iter().enumerate() {
+            if !pick(k) {
+                continue;
+            }
+            let mut st = inst.state.lock();
+            if st.free.len() >= want_free {
+                continue;
+            }
+            let need = want_free - st.free.len();
+            let mut victims = Vec::new();
+            for local in st.lru.tail_iter(scan_depth) {
+                if victims.len() >= need {
+                    break;
+                }
+                let fid = inst.base + local;
+                if self.frames[fid as usize].pin.load(Ordering::Acquire) != 0 {
+                    continue;
+                }
+                let m = st.meta[local as usize];
+                if m.oldest_lsn == 0 {
+                    victims.push(local);
+                } else if !m.io_busy {
+                    dirty.push(fid);
+                }
+            }
+            for local in victims {
+                let m = st.meta[local as usize];
+                if m.ra {
+                    self.counters
+                        .read_ahead_evicted_unused
+                        .fetch_add(1, Ordering::Relaxed);
+                }
+                st.page_table.remove(&m.page);
+                st.lru.remove(local);
+                st.meta[local as usize].page = PageId::NONE;
+                st.meta[local as usize].ra = false;
+                st.free.push(local);
+                freed += 1;
+            }
+        }
+        self.counters
+            .lru_evictions
+            .fetch_add(freed as u64, Ordering::Relaxed);
+        let mut written = 0;
+        for chunk in dirty.chunks(64) {
+            written += self.flush_batch(chunk)?;
+        }
+        Ok((freed, written))
+    }
+
+    /// Seed 000's dirty %: 100 * dirty / (1 + data + free).
+    pub fn dirty_pct(&self) -> f64 {
+        let (mut dirty, mut data, mut free) = (0u64, 0u64, 0u64);
+        for inst in self.instances.iter() {
+            let st = inst.state.lock();
+            dirty += st.flush_list.len() as u64;
+            data += st.page_table.len() as u64;
+            free += st.free.len() as u64;
+        }
+        100.0 * dirty as f64 / (1 + data + free) as f64
+    }
+
+    /// Data file syncs so far (one per written batch).
+    pub fn file_syncs(&self) -> u64 {
+        self.counters.write_batches.load(Ordering::Relaxed)
+    }
+
+    pub fn instance_count(&self) -> usize {
+        self.instances.len()
     }
 
     pub fn status(&self) -> PoolStatus {
@@ -681,6 +938,10 @@ impl BufferPool {
         s.eviction_writes = ld(&c.eviction_writes);
         s.free_frame_waits = ld(&c.free_frame_waits);
         s.free_frame_wait_us = ld(&c.free_frame_wait_us);
+        s.pages_dirtied = ld(&c.pages_dirtied);
+        s.lru_evictions = ld(&c.lru_evictions);
+        s.read_ahead_pages = ld(&c.read_ahead_pages);
+        s.read_ahead_evicted_unused = ld(&c.read_ahead_evicted_unused);
         s
     }
 }

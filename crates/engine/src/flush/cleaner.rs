@@ -1,63 +1,357 @@
-//! cleaner: the background flusher. About once a second it writes back io_capacity of the
-//! oldest dirty pages (io_capacity_max, in a tighter loop, past the async point), then writes a
-//! checkpoint. This is the simple flusher the durable write path needs; flush policies
-//! (adaptive rates, LRU cleaning, the `steady` controller) replace the rate decision only.
+//! cleaner: the page cleaner. About once a second (every 10-100 ms under pressure) it measures
+//! the engine (redo rate, pages dirtied per redo byte, device write throughput, reads), asks
+//! the configured policy how many pages to write from the flush lists and the LRU tails,
+//! enforces the limits every policy shares (the async flush point), carries the plan out with
+//! `page_cleaners` threads (each owning a share of the buffer-pool instances), publishes the
+//! admission delay the policy asks of commits, writes a checkpoint and records a sample.
+//!
+//! Knob changes (`Database::set_option`) are read at the top of every loop, so a new policy or
+//! io_capacity takes effect within one loop. Never: latch pages itself (it only calls pool
+//! functions that skip busy pages) or hold a lock across a write.
 
+use super::policy::{self, FlushInputs, FlushPlan, FlushPolicy};
+use super::sample::Sample;
 use super::{Durability, FLUSH_BATCH_PAGES};
+use crate::error::Result;
+use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Runs until `dur.stop()`.
+/// Samples kept in memory (one hour at one per second).
+const SAMPLES_KEPT: usize = 3600;
+
+/// Counter values at the previous loop, for rates.
+#[derive(Default, Clone)]
+struct Marks {
+    lsn: u64,
+    dirtied: u64,
+    reads: u64,
+}
+
+struct Meter {
+    redo_rates: VecDeque<f64>,
+    flushed: VecDeque<f64>,
+    /// Best recent page-write throughput seen while the cleaner was writing (pages/s).
+    device_pages_per_s: f64,
+    dirtied_per_redo_byte: f64,
+}
+
 pub fn run(dur: Arc<Durability>) {
-    let mut next_tick = Instant::now() + Duration::from_secs(1);
+    let started = Instant::now();
+    let mut policy_name = String::new();
+    let mut policy: Box<dyn FlushPolicy> = Box::new(NoPolicy);
+    let mut meter = Meter {
+        redo_rates: VecDeque::new(),
+        flushed: VecDeque::new(),
+        device_pages_per_s: 0.0,
+        dirtied_per_redo_byte: 0.0,
+    };
+    let mut marks = current_marks(&dur);
+    let mut last = Instant::now();
+    let mut last_sample = Instant::now();
+    let mut sample_base = SampleBase::take(&dur);
+    let mut flushed_last = 0u64;
+    let mut planned = FlushPlan::default();
     loop {
-        let (asyncp, _) = dur.points();
-        let pressed = dur.checkpoint_age() > asyncp;
-        let wait = if pressed {
+        let (asyncp, syncp) = dur.points();
+        let pressed = dur.checkpoint_age() > asyncp / 2;
+        let wait = if dur.checkpoint_age() > asyncp {
             Duration::from_millis(10)
+        } else if pressed {
+            Duration::from_millis(100)
         } else {
-            next_tick.saturating_duration_since(Instant::now())
+            Duration::from_secs(1).saturating_sub(last.elapsed())
         };
         if !dur.sleep(wait) {
             return;
         }
-        let (io_cap, io_max) = {
-            let c = dur.cfg.read();
-            (c.io_capacity, c.io_capacity_max)
-        };
-        let pressed = dur.checkpoint_age() > asyncp;
-        let budget = if pressed {
-            dur.counters
-                .async_point_seconds
-                .fetch_add(1, Ordering::Relaxed);
-            // all-out: a slice of io_capacity_max per 10 ms pass
-            (io_max / 100).max(FLUSH_BATCH_PAGES as u64)
-        } else if Instant::now() >= next_tick {
-            next_tick = Instant::now() + Duration::from_secs(1);
-            io_cap
-        } else {
-            0
-        };
-        let mut left = budget as usize;
-        while left > 0 {
-            match dur.flush_oldest(left.min(FLUSH_BATCH_PAGES)) {
-                Ok(0) => break,
-                Ok(n) => {
-                    dur.counters
-                        .pages_flushed_background
-                        .fetch_add(n as u64, Ordering::Relaxed);
-                    left = left.saturating_sub(n);
-                }
-                Err(e) => {
-                    tracing::error!("background flush failed: {e}");
-                    return;
-                }
-            }
+        let elapsed = last.elapsed().as_secs_f64().max(0.001);
+        last = Instant::now();
+        let knobs = dur.knobs.read().clone();
+        let name = policy::POLICY_NAMES
+            .get(knobs.adaptive_flushing)
+            .copied()
+            .unwrap_or("steady");
+        if name != policy_name {
+            policy = policy::make(name).unwrap_or_else(|| Box::new(NoPolicy));
+            policy_name = name.to_string();
         }
+        dur.pool
+            .set_read_ahead(knobs.read_ahead as u8, knobs.read_ahead_threshold as u32);
+        let now = current_marks(&dur);
+        let redo = now.lsn.saturating_sub(marks.lsn);
+        let redo_rate = redo as f64 / elapsed;
+        push_avg(
+            &mut meter.redo_rates,
+            redo_rate,
+            knobs.flushing_avg_loops as usize,
+        );
+        if redo > 0 {
+            let d = now.dirtied.saturating_sub(marks.dirtied) as f64 / redo as f64;
+            meter.dirtied_per_redo_byte = 0.7 * meter.dirtied_per_redo_byte + 0.3 * d;
+        }
+        let reads_per_s = now.reads.saturating_sub(marks.reads) as f64 / elapsed;
+        marks = now;
+        let st = dur.pool.status();
+        let inp = FlushInputs {
+            elapsed_s: elapsed,
+            lsn: dur.log.current_lsn().0,
+            checkpoint_lsn: dur.log.checkpoint_lsn().0,
+            log_capacity: dur.log.capacity(),
+            async_point: asyncp,
+            sync_point: syncp,
+            redo_rate_last: redo_rate,
+            redo_rate_avg: avg(&meter.redo_rates),
+            dirty_pages: st.pages_dirty,
+            data_pages: st.pages_data,
+            free_pages: st.pages_free,
+            total_pages: st.frames,
+            flushed_last,
+            flushed_avg: avg(&meter.flushed),
+            dirtied_per_redo_byte: meter.dirtied_per_redo_byte,
+            device_pages_per_s: meter.device_pages_per_s,
+            reads_per_s,
+            io_capacity: knobs.io_capacity,
+            io_capacity_max: knobs.io_capacity_max,
+            max_dirty_pages_pct: knobs.max_dirty_pages_pct as f64,
+            max_dirty_pages_pct_lwm: knobs.max_dirty_pages_pct_lwm as f64,
+            adaptive_flushing_lwm: knobs.adaptive_flushing_lwm as f64,
+            flushing_avg_loops: knobs.flushing_avg_loops,
+            lru_scan_depth: knobs.lru_scan_depth,
+            write_cap_pages_per_s: knobs.write_bandwidth_max / dur.pool.page_size() as u64,
+        };
+        let mut plan = policy.plan(&inp);
+        // Shared by every policy: past the async point flushing is forced (io_capacity_max).
+        if inp.checkpoint_age() > asyncp {
+            let forced = (knobs.io_capacity_max as f64 * elapsed).ceil() as u64;
+            plan.flush_list_pages = plan.flush_list_pages.max(forced);
+        }
+        dur.admission_delay_now_us
+            .store(plan.admission_delay_us, Ordering::Relaxed);
+        planned.flush_list_pages += plan.flush_list_pages;
+        planned.lru_pages += plan.lru_pages;
+        let t0 = Instant::now();
+        let res = carry_out(&dur, &plan, &knobs);
+        let (flushed, lru) = match res {
+            Ok(x) => x,
+            Err(e) => {
+                tracing::error!("page cleaner stops: {e}");
+                return;
+            }
+        };
+        let spent = t0.elapsed().as_secs_f64();
+        if flushed + lru >= 8 && spent > 0.0 {
+            let rate = (flushed + lru) as f64 / spent;
+            // fast attack, slow decay: the device's capacity is what it sustained when busy
+            meter.device_pages_per_s = if rate > meter.device_pages_per_s {
+                rate
+            } else {
+                0.95 * meter.device_pages_per_s + 0.05 * rate
+            };
+        }
+        flushed_last = flushed + lru;
+        push_avg(
+            &mut meter.flushed,
+            flushed_last as f64 / elapsed,
+            knobs.flushing_avg_loops as usize,
+        );
+        dur.counters
+            .pages_flushed_background
+            .fetch_add(flushed, Ordering::Relaxed);
+        dur.counters
+            .pages_flushed_lru
+            .fetch_add(lru, Ordering::Relaxed);
         if let Err(e) = dur.checkpoint() {
-            tracing::error!("checkpoint failed: {e}");
+            tracing::error!("checkpoint failed, page cleaner stops: {e}");
             return;
         }
+        if last_sample.elapsed() >= Duration::from_secs(1) {
+            last_sample = Instant::now();
+            let next = SampleBase::take(&dur);
+            let s = next.sample_since(&sample_base, &dur, started, &planned);
+            sample_base = next;
+            planned = FlushPlan::default();
+            let mut q = dur.samples.lock();
+            if q.len() >= SAMPLES_KEPT {
+                q.pop_front();
+            }
+            q.push_back(s);
+        }
+    }
+}
+
+/// Writes what the plan asks: flush-list pages oldest first (with neighbours), and LRU tail
+/// cleaning, spread over `page_cleaners` threads by buffer-pool instance.
+fn carry_out(dur: &Durability, plan: &FlushPlan, knobs: &crate::Options) -> Result<(u64, u64)> {
+    let threads = (knobs.page_cleaners as usize).clamp(1, dur.pool.instance_count());
+    if plan.flush_list_pages == 0 && plan.lru_pages == 0 {
+        return Ok((0, 0));
+    }
+    let work = |idx: usize| -> Result<(u64, u64)> {
+        let pick = move |k: usize| k % threads == idx;
+        let share = plan.flush_list_pages.div_ceil(threads as u64) as usize;
+        let mut left = share;
+        let mut flushed = 0u64;
+        while left > 0 {
+            let fids = dur.pool.oldest_dirty_in(left.min(FLUSH_BATCH_PAGES), &pick);
+            if fids.is_empty() {
+                break;
+            }
+            let fids = dur.pool.with_neighbors(&fids, knobs.flush_neighbors);
+            let n = dur.pool.flush_batch(&fids).inspect_err(|e| dur.poison(e))?;
+            if n == 0 {
+                break;
+            }
+            flushed += n as u64;
+            left = left.saturating_sub(n);
+        }
+        let per_inst = plan.lru_pages.div_ceil(dur.pool.instance_count() as u64) as usize;
+        let (_, lru_written) = if per_inst > 0 {
+            dur.pool
+                .lru_clean(per_inst, knobs.lru_scan_depth as usize, &pick)
+                .inspect_err(|e| dur.poison(e))?
+        } else {
+            (0, 0)
+        };
+        Ok((flushed, lru_written as u64))
+    };
+    if threads == 1 {
+        return work(0);
+    }
+    std::thread::scope(|s| {
+        let hs: Vec<_> = (0..threads).map(|i| s.spawn(move || work(i))).collect();
+        let mut total = (0, 0);
+        for h in hs {
+            let (a, b) = h.join().unwrap_or(Ok((0, 0)))?;
+            total.0 += a;
+            total.1 += b;
+        }
+        Ok(total)
+    })
+}
+
+fn push_avg(q: &mut VecDeque<f64>, v: f64, n: usize) {
+    q.push_back(v);
+    while q.len() > n.max(1) {
+        q.pop_front();
+    }
+}
+
+fn avg(q: &VecDeque<f64>) -> f64 {
+    if q.is_empty() {
+        0.0
+    } else {
+        q.iter().sum::<f64>() / q.len() as f64
+    }
+}
+
+fn current_marks(dur: &Durability) -> Marks {
+    let c = &dur.pool.counters;
+    Marks {
+        lsn: dur.log.current_lsn().0,
+        dirtied: c.pages_dirtied.load(Ordering::Relaxed),
+        reads: c.pages_read.load(Ordering::Relaxed),
+    }
+}
+
+/// Counter values at a sample boundary.
+struct SampleBase {
+    lsn: u64,
+    fc: [u64; 9],
+    pool: crate::buffer::PoolStatus,
+    log: crate::wal::LogStats,
+    data_syncs: u64,
+}
+
+impl SampleBase {
+    fn take(dur: &Durability) -> Self {
+        let c = &dur.counters;
+        let ld = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+        SampleBase {
+            lsn: dur.log.current_lsn().0,
+            fc: [
+                ld(&c.pages_flushed_background),
+                ld(&c.pages_flushed_lru),
+                ld(&c.pages_flushed_sync),
+                ld(&c.pages_flushed_max_dirty),
+                ld(&c.admission_delay_us),
+                ld(&c.sync_flush_wait_us),
+                ld(&c.max_dirty_wait_us),
+                ld(&c.commits),
+                0,
+            ],
+            pool: dur.pool.status(),
+            log: dur.log.stats(),
+            data_syncs: dur.pool.file_syncs(),
+        }
+    }
+
+    fn sample_since(
+        &self,
+        b: &SampleBase,
+        dur: &Durability,
+        started: Instant,
+        planned: &FlushPlan,
+    ) -> Sample {
+        let d = |i: usize| self.fc[i].saturating_sub(b.fc[i]);
+        let cp = dur.log.checkpoint_lsn().0;
+        let age = self.lsn.saturating_sub(cp);
+        Sample {
+            t_s: started.elapsed().as_secs_f64(),
+            lsn: self.lsn,
+            checkpoint_lsn: cp,
+            checkpoint_age_bytes: age,
+            checkpoint_age_pct: 100.0 * age as f64 / dur.log.capacity() as f64,
+            dirty_pct: 100.0 * self.pool.pages_dirty as f64
+                / (1 + self.pool.pages_data + self.pool.pages_free) as f64,
+            pages_dirty: self.pool.pages_dirty,
+            pages_free: self.pool.pages_free,
+            redo_bytes: self.lsn.saturating_sub(b.lsn),
+            flushed_policy: d(0),
+            flushed_lru: d(1),
+            flushed_sync: d(2),
+            flushed_max_dirty: d(3),
+            flushed_single_page: self
+                .pool
+                .eviction_writes
+                .saturating_sub(b.pool.eviction_writes),
+            planned_flush_list: planned.flush_list_pages,
+            planned_lru: planned.lru_pages,
+            admission_delay_us: dur.admission_delay_now_us.load(Ordering::Relaxed),
+            admission_delay_total_us: d(4),
+            stall_sync_us: d(5),
+            stall_max_dirty_us: d(6),
+            stall_free_frame_us: self
+                .pool
+                .free_frame_wait_us
+                .saturating_sub(b.pool.free_frame_wait_us),
+            pages_read: self.pool.pages_read.saturating_sub(b.pool.pages_read),
+            read_ahead_pages: self
+                .pool
+                .read_ahead_pages
+                .saturating_sub(b.pool.read_ahead_pages),
+            read_ahead_evicted_unused: self
+                .pool
+                .read_ahead_evicted_unused
+                .saturating_sub(b.pool.read_ahead_evicted_unused),
+            log_bytes_written: self.log.written_bytes.saturating_sub(b.log.written_bytes),
+            log_fsyncs: self.log.fsyncs.saturating_sub(b.log.fsyncs),
+            data_fsyncs: self.data_syncs.saturating_sub(b.data_syncs),
+            commits: d(7),
+        }
+    }
+}
+
+/// Used only if a policy name were unknown (options validation prevents it): flushes nothing
+/// beyond the shared limits.
+struct NoPolicy;
+
+impl FlushPolicy for NoPolicy {
+    fn name(&self) -> &'static str {
+        "none"
+    }
+    fn plan(&mut self, _: &FlushInputs) -> FlushPlan {
+        FlushPlan::default()
     }
 }

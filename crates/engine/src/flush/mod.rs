@@ -19,9 +19,11 @@
 
 pub mod cleaner;
 pub mod policy;
+pub mod sample;
 
 use crate::buffer::BufferPool;
 use crate::error::{Error, Result};
+use crate::options::Options;
 use crate::types::Lsn;
 use crate::wal::{Log, LsnRange};
 use parking_lot::{Condvar, Mutex, RwLock, RwLockReadGuard};
@@ -35,19 +37,22 @@ pub const FLUSH_BATCH_PAGES: usize = 64;
 /// How long a thread may wait for log space before the engine gives up and poisons itself.
 const LOG_SPACE_WAIT_MAX: Duration = Duration::from_secs(30);
 
-/// The knobs of the flusher; changeable on an open database.
-#[derive(Clone, Debug)]
-pub struct FlushConfig {
-    pub io_capacity: u64,
-    pub io_capacity_max: u64,
-    pub async_pct: f64,
-    pub sync_pct: f64,
-}
-
 #[derive(Default)]
 pub struct FlushCounters {
+    /// Pages written from the flush lists by the page cleaner (the policy's plan).
     pub pages_flushed_background: AtomicU64,
+    /// Pages written from the LRU tails by the page cleaner.
+    pub pages_flushed_lru: AtomicU64,
+    /// Pages written by committing threads past the sync point.
     pub pages_flushed_sync: AtomicU64,
+    /// Pages written by committing threads past max_dirty_pages_pct.
+    pub pages_flushed_max_dirty: AtomicU64,
+    pub max_dirty_waits: AtomicU64,
+    pub max_dirty_wait_us: AtomicU64,
+    /// Admission delays served (steady) and their total time.
+    pub admission_delays: AtomicU64,
+    pub admission_delay_us: AtomicU64,
+    pub commits: AtomicU64,
     pub sync_flush_waits: AtomicU64,
     pub sync_flush_wait_us: AtomicU64,
     pub log_full_waits: AtomicU64,
@@ -61,7 +66,12 @@ pub struct Durability {
     fence: RwLock<()>,
     applying: Mutex<BTreeMap<u64, u32>>,
     reserved: AtomicU64,
-    pub cfg: RwLock<FlushConfig>,
+    /// The options; the dynamic ones may change while open (read each cleaner loop).
+    pub knobs: RwLock<Options>,
+    /// The admission delay the policy asks of each commit now, in microseconds.
+    pub admission_delay_now_us: AtomicU64,
+    /// Per-second samples recorded by the cleaner (the last hour).
+    pub samples: Mutex<std::collections::VecDeque<sample::Sample>>,
     pub counters: FlushCounters,
     wake: Mutex<bool>,
     wake_cv: Condvar,
@@ -70,14 +80,16 @@ pub struct Durability {
 }
 
 impl Durability {
-    pub fn new(log: Arc<Log>, pool: Arc<BufferPool>, cfg: FlushConfig) -> Self {
+    pub fn new(log: Arc<Log>, pool: Arc<BufferPool>, knobs: Options) -> Self {
         Durability {
             log,
             pool,
             fence: RwLock::new(()),
             applying: Mutex::new(BTreeMap::new()),
             reserved: AtomicU64::new(0),
-            cfg: RwLock::new(cfg),
+            knobs: RwLock::new(knobs),
+            admission_delay_now_us: AtomicU64::new(0),
+            samples: Mutex::new(std::collections::VecDeque::new()),
             counters: FlushCounters::default(),
             wake: Mutex::new(false),
             wake_cv: Condvar::new(),
@@ -164,13 +176,62 @@ impl Durability {
             .saturating_sub(self.log.checkpoint_lsn().0)
     }
 
-    fn points(&self) -> (u64, u64) {
+    /// Checkpoint ages (bytes) of the async and sync flush points.
+    pub fn points(&self) -> (u64, u64) {
         let cap = self.log.capacity() as f64;
-        let c = self.cfg.read();
+        let k = self.knobs.read();
         (
-            (cap * c.async_pct / 100.0) as u64,
-            (cap * c.sync_pct / 100.0) as u64,
+            (cap * k.checkpoint_async_point_pct as f64 / 100.0) as u64,
+            (cap * k.checkpoint_sync_point_pct as f64 / 100.0) as u64,
         )
+    }
+
+    /// Admission delay (steady): a committing thread waits what the policy asks before it
+    /// appends, so demand above what the device absorbs slows commits smoothly instead of
+    /// driving the log into the sync point.
+    fn admission_delay(&self) {
+        let us = self.admission_delay_now_us.load(Ordering::Relaxed);
+        if us > 0 {
+            std::thread::sleep(Duration::from_micros(us));
+            self.counters
+                .admission_delays
+                .fetch_add(1, Ordering::Relaxed);
+            self.counters
+                .admission_delay_us
+                .fetch_add(us, Ordering::Relaxed);
+        }
+    }
+
+    /// check_max_dirty_foreground (seed 001): while dirty pages exceed max_dirty_pages_pct, a
+    /// committing thread writes oldest pages itself before it may dirty more, so the limit
+    /// really holds whatever the policy does.
+    fn max_dirty_foreground(&self) -> Result<()> {
+        let (on, max_pct) = {
+            let k = self.knobs.read();
+            (k.check_max_dirty_foreground, k.max_dirty_pages_pct as f64)
+        };
+        if !on || self.pool.dirty_pct() <= max_pct {
+            return Ok(());
+        }
+        let t = Instant::now();
+        self.counters
+            .max_dirty_waits
+            .fetch_add(1, Ordering::Relaxed);
+        let mut rounds = 0;
+        while self.pool.dirty_pct() > max_pct && rounds < 64 {
+            let n = self.flush_oldest(FLUSH_BATCH_PAGES)?;
+            self.counters
+                .pages_flushed_max_dirty
+                .fetch_add(n as u64, Ordering::Relaxed);
+            if n == 0 {
+                break;
+            }
+            rounds += 1;
+        }
+        self.counters
+            .max_dirty_wait_us
+            .fetch_add(t.elapsed().as_micros() as u64, Ordering::Relaxed);
+        Ok(())
     }
 
     /// Admission before a transaction (or DDL) appends `redo_bytes` at most: past the sync
@@ -178,6 +239,8 @@ impl Durability {
     /// Returns a reservation to release when the writes are appended.
     pub fn admit(&self, redo_bytes: u64) -> Result<Reservation<'_>> {
         self.check_poison()?;
+        self.admission_delay();
+        self.max_dirty_foreground()?;
         let (asyncp, syncp) = self.points();
         let mut stalled: Option<Instant> = None;
         loop {

@@ -64,7 +64,7 @@ impl Transaction {
     }
 
     fn lock_x(&mut self, t: &Table, key: &[u8]) -> Result<()> {
-        let timeout = Duration::from_secs(self.db.opts.lock_wait_timeout);
+        let timeout = Duration::from_secs(self.db.dur.knobs.read().lock_wait_timeout);
         self.db
             .locks
             .lock(self.id, TableId(t.id()), key, LockMode::Exclusive, timeout)
@@ -258,6 +258,7 @@ impl Transaction {
             .flush_for_commit(range.end)
             .inspect_err(|e| dur.poison(e))?;
         db.counters.commits.fetch_add(1, Ordering::Relaxed);
+        dur.counters.commits.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
 
