@@ -203,7 +203,11 @@ fn log_config(opts: &Options) -> LogConfig {
     LogConfig {
         file_size: opts.log_file_size,
         files: opts.log_files_in_group,
-        buffer_size: opts.log_buffer_size as usize,
+        // A small log gets a buffer to match: at most a quarter of its capacity.
+        buffer_size: opts
+            .log_buffer_size
+            .min(opts.log_file_size * opts.log_files_in_group as u64 / 4)
+            as usize,
         block_size: opts.log_block_size,
         flush_at_commit: match opts.flush_log_at_trx_commit {
             0 => FlushAtCommit::Zero,
@@ -488,6 +492,10 @@ impl Database {
             inner.readers.lock().push(h);
         }
         inner.pool.set_read_ahead_queue(Some(tx));
+        inner.pool.set_read_ahead(
+            inner.opts.read_ahead as u8,
+            inner.opts.read_ahead_threshold as u32,
+        );
         Ok(Database {
             inner: Arc::new(inner),
         })
