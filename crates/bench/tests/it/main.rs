@@ -3,5 +3,6 @@
 
 mod cli;
 mod insert;
+mod kv;
 mod report;
 mod tpcc;
