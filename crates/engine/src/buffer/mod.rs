@@ -370,9 +370,6 @@ impl BufferPool {
                 }
                 m.ra = false;
                 drop(st);
-                if matches!(mode, Mode::Create) {
-                    unreachable!("create of page {pid} that is already in the pool");
-                }
                 if pid.0 % EXTENT_PAGES == EXTENT_PAGES - 1 {
                     self.maybe_read_ahead(pid, false);
                 }
@@ -392,11 +389,16 @@ impl BufferPool {
                         })
                     }
                     _ => {
-                        let g = frame.latch.write();
+                        let mut g = frame.latch.write();
                         if !g.valid || g.page != pid {
                             drop(g);
                             self.unpin(fid);
                             continue;
+                        }
+                        if matches!(mode, Mode::Create) {
+                            // read ahead past the old end of the file: whatever was read is
+                            // not the page's content; a new page starts from zeros
+                            g.buf.fill(0);
                         }
                         Latched::W(PageWrite {
                             pool: self,
@@ -741,8 +743,13 @@ impl BufferPool {
         *self.ra_queue.lock() = tx;
     }
 
-    /// Loads `pid` for read-ahead (a no-op when it is in the pool already).
+    /// Loads `pid` for read-ahead (a no-op when it is in the pool already or past the end of
+    /// the file).
     pub fn prefetch(&self, pid: PageId) -> Result<()> {
+        let end = (pid.0 as u64 + 1) * self.page_size as u64;
+        if self.file.len()? < end {
+            return Ok(());
+        }
         self.fetch(pid, Mode::Prefetch).map(|_| ())
     }
 
