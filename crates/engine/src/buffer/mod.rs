@@ -73,6 +73,8 @@ struct InstState {
     free: Vec<u32>,
     lru: Lru,
     flush_list: BTreeSet<(u64, u32)>,
+    /// Sum of oldest_modification over the flush list (for the mean dirty age, in O(1)).
+    oldest_sum: u128,
     meta: Vec<Meta>,
 }
 
@@ -232,6 +234,7 @@ impl BufferPool {
                     free: (0..per_instance as u32).rev().collect(),
                     lru: Lru::new(per_instance, cfg.old_blocks_pct, cfg.old_blocks_time_ms),
                     flush_list: BTreeSet::new(),
+                    oldest_sum: 0,
                     meta: vec![
                         Meta {
                             page: PageId::NONE,
@@ -312,6 +315,7 @@ impl BufferPool {
             m.oldest_lsn = start.0.max(1);
             let key = (m.oldest_lsn, fid);
             st.flush_list.insert(key);
+            st.oldest_sum += key.0 as u128;
         }
     }
 
@@ -655,6 +659,7 @@ impl BufferPool {
             let m = st.meta[local as usize];
             if m.page == *pid && m.newest_lsn <= *lsn && m.oldest_lsn != 0 {
                 st.flush_list.remove(&(m.oldest_lsn, *fid));
+                st.oldest_sum -= m.oldest_lsn as u128;
                 st.meta[local as usize].oldest_lsn = 0;
             }
         }
@@ -712,7 +717,9 @@ impl BufferPool {
             return false;
         }
         let m = st.meta[local as usize];
-        st.flush_list.remove(&(m.oldest_lsn, fid));
+        if st.flush_list.remove(&(m.oldest_lsn, fid)) {
+            st.oldest_sum -= m.oldest_lsn as u128;
+        }
         st.page_table.remove(&pid);
         st.lru.remove(local);
         st.meta[local as usize] = Meta {
@@ -794,8 +801,20 @@ impl BufferPool {
         }
     }
 
-    /// The oldest dirty frames of the instances `pick` selects, up to `n` in all.
-    pub fn oldest_dirty_in(&self, n: usize, pick: &dyn Fn(usize) -> bool) -> Vec<u32> {
+    /// Mean oldest_modification over every flush list (None when nothing is dirty).
+    pub fn oldest_modification_mean(&self) -> Option<f64> {
+        let (mut sum, mut n) = (0u128, 0u64);
+        for inst in self.instances.iter() {
+            let st = inst.state.lock();
+            sum += st.oldest_sum;
+            n += st.flush_list.len() as u64;
+        }
+        (n > 0).then(|| (sum / n as u128) as f64)
+    }
+
+    /// The oldest dirty frames of the instances `pick` selects, up to `n` in all, only those
+    /// whose oldest_modification is below `lsn_limit` (0: no limit).
+    pub fn oldest_dirty_in(&self, n: usize, lsn_limit: u64, pick: &dyn Fn(usize) -> bool) -> Vec<u32> {
         let mut out: Vec<(u64, u32)> = Vec::new();
         for (k, inst) in self.instances.iter().enumerate() {
             if !pick(k) {
@@ -805,7 +824,11 @@ impl BufferPool {
             out.extend(st.flush_list.iter().take(n).copied());
         }
         out.sort_unstable();
-        out.into_iter().take(n).map(|(_, f)| f).collect()
+        out.into_iter()
+            .take(n)
+            .filter(|(l, _)| lsn_limit == 0 || *l < lsn_limit)
+            .map(|(_, f)| f)
+            .collect()
     }
 
     /// Adds the dirty neighbours of each frame: mode 1 the contiguous dirty pages on each
