@@ -388,8 +388,14 @@ impl Database {
         let mut first = vec![0u8; page::MIN_PAGE_SIZE];
         file.read_at(&mut first, 0)?;
         let ps = space::probe_page_size(&first).map_err(bad)?;
-        // The file's page size wins over the option (which only applies at create time).
+        // The file's page size wins over the option (which only applies at create time), and so
+        // does the log's recorded geometry.
         opts.page_size = ps;
+        if let Some((file_size, files, block)) = wal::probe_geometry(storage.as_ref()) {
+            opts.log_file_size = file_size;
+            opts.log_files_in_group = files;
+            opts.log_block_size = block;
+        }
         opts.validate()?;
         // After a clean shutdown the file must be whole; after a crash a torn extension write
         // may leave a partial last page, which doublewrite and redo repair.

@@ -814,7 +814,12 @@ impl BufferPool {
 
     /// The oldest dirty frames of the instances `pick` selects, up to `n` in all, only those
     /// whose oldest_modification is below `lsn_limit` (0: no limit).
-    pub fn oldest_dirty_in(&self, n: usize, lsn_limit: u64, pick: &dyn Fn(usize) -> bool) -> Vec<u32> {
+    pub fn oldest_dirty_in(
+        &self,
+        n: usize,
+        lsn_limit: u64,
+        pick: &dyn Fn(usize) -> bool,
+    ) -> Vec<u32> {
         let mut out: Vec<(u64, u32)> = Vec::new();
         for (k, inst) in self.instances.iter().enumerate() {
             if !pick(k) {
