@@ -144,6 +144,16 @@ impl Tree {
         inline: bool,
         plan: &LeafPlan,
     ) -> Result<()> {
+        if let (Some(i), true, None) = (plan.old, inline, plan.old_chain) {
+            // same-length replacement (most updates: rows of fixed width): in place, so the
+            // redo holds only the bytes that changed, not a moved cell and shifted slots
+            if matches!(node::leaf_value(mtr.peek(leaf), i), node::LeafValue::Inline(v) if v.len() == value.len())
+            {
+                let done = node::overwrite_inline_value(mtr.pg(leaf), i, value);
+                debug_assert!(done);
+                return Ok(());
+            }
+        }
         let val = self.prepare_value(mtr, value, inline, plan)?;
         let b = mtr.pg(leaf);
         if let Some(i) = plan.old {

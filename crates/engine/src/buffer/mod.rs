@@ -521,15 +521,22 @@ impl BufferPool {
                 if self.frames[fid as usize].pin.load(Ordering::Acquire) != 0 {
                     continue;
                 }
-                if st.meta[local as usize].oldest_lsn == 0 {
+                let m = &st.meta[local as usize];
+                if m.oldest_lsn == 0 {
                     clean_victim = Some(local);
                     break;
                 }
-                if dirty_victim.is_none() {
+                // a page being written right now is clean in a moment: do not write it again
+                if dirty_victim.is_none() && !m.io_busy {
                     dirty_victim = Some(local);
                 }
             }
             if let Some(local) = clean_victim {
+                if let Some(t) = waited {
+                    self.counters
+                        .free_frame_wait_us
+                        .fetch_add(t.elapsed().as_micros() as u64, Ordering::Relaxed);
+                }
                 let pid = st.meta[local as usize].page;
                 if st.meta[local as usize].ra {
                     self.counters
@@ -551,10 +558,14 @@ impl BufferPool {
             if let Some(local) = dirty_victim {
                 let fid = inst.base + local;
                 drop(st);
-                self.flush_batch(&[fid])?;
-                self.counters
-                    .eviction_writes
-                    .fetch_add(1, Ordering::Relaxed);
+                // a single-page flush by a user thread: what LRU cleaning exists to avoid
+                if self.flush_batch(&[fid])? > 0 {
+                    self.counters
+                        .eviction_writes
+                        .fetch_add(1, Ordering::Relaxed);
+                } else {
+                    std::thread::sleep(Duration::from_micros(100));
+                }
                 return Ok(None);
             }
             tries += 1;

@@ -81,6 +81,21 @@ pub fn leaf_value(b: &[u8], i: usize) -> LeafValue<'_> {
     }
 }
 
+/// Overwrites the inline value of leaf record `i` with `v` of the same length, in place: the
+/// cheapest change to log (only the changed bytes reach the redo). Returns false, changing
+/// nothing, when the record's value is not inline or has another length.
+pub fn overwrite_inline_value(b: &mut [u8], i: usize, v: &[u8]) -> bool {
+    let off = cell_off(b, i);
+    let klen = rd_u16(b, off) as usize;
+    let w = rd_u32(b, off + 2);
+    if w & OVERFLOW_BIT != 0 || w as usize != v.len() {
+        return false;
+    }
+    let start = off + CELL_HEADER + klen;
+    b[start..start + v.len()].copy_from_slice(v);
+    true
+}
+
 pub fn child(b: &[u8], i: usize) -> PageId {
     PageId(word(b, i))
 }

@@ -46,15 +46,27 @@ use super::{loop_s, FlushInputs, FlushPlan, FlushPolicy};
 
 /// Set point, as a fraction of the async point.
 pub const SETPOINT_FRAC: f64 = 0.5;
-/// Seconds over which the proportional term removes the age above the set point.
+/// Seconds over which the proportional term removes the age above the set point, at most.
+/// A small log that the workload fills in a few seconds needs a shorter horizon: the horizon
+/// is a quarter of the log's fill time (capacity / redo rate), between 0.25 s and 4 s.
 const P_TIME_S: f64 = 4.0;
+const P_TIME_MIN_S: f64 = 0.25;
+
+/// The proportional horizon for this loop.
+fn p_time_s(inp: &FlushInputs) -> f64 {
+    let redo = sane(inp.redo_rate_avg).max(sane(inp.redo_rate_last));
+    if redo <= 0.0 {
+        return P_TIME_S;
+    }
+    (inp.log_capacity as f64 / redo / 4.0).clamp(P_TIME_MIN_S, P_TIME_S)
+}
 /// Integral time, seconds.
 const I_TIME_S: f64 = 20.0;
 /// Headroom over the observed device rate, so the observation can grow.
 const PROBE: f64 = 1.1;
 /// Commit delay at the async point, and at the sync point.
 const DELAY_AT_ASYNC_US: f64 = 5_000.0;
-const DELAY_AT_SYNC_US: f64 = 50_000.0;
+const DELAY_AT_SYNC_US: f64 = 20_000.0;
 /// Free frames kept: this many loops of reads, plus one read-ahead extent.
 const LRU_LOOPS: f64 = 1.5;
 const LRU_EXTENT: u64 = 64;
@@ -140,19 +152,20 @@ impl Steady {
         // the age. Below: the same fraction of the deficit, so the rate eases off smoothly.
         let excess_pages = (age - sp) / age.max(sp).max(1.0) * inp.dirty_pages as f64;
         let cap = device_rate(inp) * PROBE;
-        let raw = ff + excess_pages / P_TIME_S + self.integral;
+        let pt = p_time_s(inp);
+        let raw = ff + excess_pages / pt + self.integral;
         let mut rate = raw.clamp(0.0, cap);
         // Anti-windup: integrate only when the output is not pinned in the error's direction.
         let pinned_high = raw >= cap && excess_pages > 0.0;
         let pinned_low = raw <= 0.0 && excess_pages < 0.0;
         if !pinned_high && !pinned_low {
-            self.integral += excess_pages / (P_TIME_S * I_TIME_S) * dt;
+            self.integral += excess_pages / (pt * I_TIME_S) * dt;
         }
         // The integral corrects a bias of the feed-forward; it never needs more than the device.
         let bound = if cap.is_finite() {
             cap
         } else {
-            ff.max(inp.dirty_pages as f64 / P_TIME_S)
+            ff.max(inp.dirty_pages as f64 / pt)
         };
         self.integral = self.integral.clamp(-bound, bound);
         if age > sp {
