@@ -10,6 +10,8 @@ use clap::{Args, Subcommand};
 use crate::error::{BenchError, BenchResult};
 use crate::insert::step::Step;
 use crate::run::insert::{run_insert, InsertOptions};
+pub use crate::run::kv::args::KvArgs;
+use crate::run::kv::run_kv_bench;
 use crate::run::schedule::parse_schedule;
 use crate::run::sweep::{run_sweep_with, LoadOnce, SweepOutput, Varied};
 use crate::run::tpcc::{prepare_tpcc, run_tpcc, TpccOptions};
@@ -176,6 +178,9 @@ pub enum BenchCommand {
     Tpcc(TpccArgs),
     /// The insert benchmark (iibench).
     Insert(InsertArgs),
+    /// Engine-core micro benchmark: random gets, puts and range scans of 16-byte keys and
+    /// 100-byte values at each thread count; ops/s, latency, bytes written per put, memory.
+    Kv(KvArgs),
 }
 
 /// `evenkeel sweep <workload> --vary name=v1,v2,...`.
@@ -206,6 +211,7 @@ pub fn run_bench(cmd: &BenchCommand) -> BenchResult<RunOutput> {
     match cmd {
         BenchCommand::Tpcc(a) => run_tpcc(&a.options()?),
         BenchCommand::Insert(a) => run_insert(&a.options()?),
+        BenchCommand::Kv(a) => run_kv_bench(&a.options()?),
     }
 }
 

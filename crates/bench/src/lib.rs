@@ -24,9 +24,13 @@ pub mod sampler;
 pub mod stability;
 pub mod tpcc;
 
-pub use cli::{run_bench, run_sweep, BenchCommand, CommonArgs, InsertArgs, SweepCommand, TpccArgs};
+pub use cli::{
+    run_bench, run_sweep, BenchCommand, CommonArgs, InsertArgs, KvArgs, SweepCommand, TpccArgs,
+};
 pub use error::{BenchError, BenchResult, DriverError, ErrorClass};
 pub use run::engine::EngineSpec;
+#[cfg(feature = "evenkeel")]
+pub use run::kv::{report::KvReport, run_kv, KvOptions};
 pub use run::tpcc::tpcc_check_dir;
 pub use run::RunOutput;
 pub use tpcc::check::CheckReport;

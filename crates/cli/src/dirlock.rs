@@ -1,35 +1,26 @@
-//! dirlock: keeps two `evenkeel` processes from opening one database at once.
+//! dirlock: keeps two `evenkeel` processes from working on one database at once.
 //!
-//! The engine does not lock its directory yet, and two processes writing one data file corrupt
-//! it silently (each trusts its own cached header and pages). Until the engine takes that lock
-//! itself, every command holds `DIR/evenkeel.lock` while it works: created with `create_new`
-//! (atomic), holding the owner's pid, removed when the command ends. A lock whose pid no longer
-//! runs (the owner was killed) is stale and taken over. What this cannot do: protect against a
-//! program that embeds the engine directly, or detect a live owner where `/proc` is missing
-//! (there the lock is treated as held and the message says how to remove it).
+//! The engine takes an flock on `evenkeel.data` while a database is open, but only after
+//! `Database::create` has written the new data and log files: two `load`s racing into an empty
+//! directory would both create, and one would open files the other overwrote. So every command
+//! also holds an exclusive flock on `DIR/evenkeel.lock` for its whole run, taken before it looks
+//! for a database. The kernel drops the lock when the process ends, however it ends, so a lock
+//! left by a killed process never blocks the next command, and a recycled pid cannot make a
+//! dead owner look alive. The file itself stays in the directory: deleting a locked file would
+//! let two processes hold locks on two different files of that name. It holds the owner's pid,
+//! for the refusal message only. Programs embedding the engine rely on the engine's own lock.
 
 use crate::failure::Failure;
-use std::fs::OpenOptions;
-use std::io::{ErrorKind, Write};
-use std::path::{Path, PathBuf};
+use std::fs::{File, OpenOptions, TryLockError};
+use std::io::{Seek, Write};
+use std::path::Path;
 
 pub const LOCK_FILE: &str = "evenkeel.lock";
 
-/// Held while a command works on a database; removes the lock file when dropped.
+/// Held while a command works on a database; the flock goes with the file handle.
 #[derive(Debug)]
 pub struct DirLock {
-    path: PathBuf,
-}
-
-impl Drop for DirLock {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
-    }
-}
-
-fn pid_is_running(pid: u32) -> bool {
-    let proc = Path::new("/proc");
-    !proc.is_dir() || proc.join(pid.to_string()).exists()
+    _file: File,
 }
 
 /// Locks `dir`. `None` when `dir` does not exist: the command then fails on the missing
@@ -40,47 +31,32 @@ pub fn lock(dir: &Path) -> Result<Option<DirLock>, Failure> {
     }
     let path = dir.join(LOCK_FILE);
     let io_err = |e: std::io::Error| Failure::op(format!("locking {}", path.display()), e);
-    // Two attempts: the second follows the removal of a stale lock.
-    for _ in 0..2 {
-        match OpenOptions::new().write(true).create_new(true).open(&path) {
-            Ok(mut f) => {
-                writeln!(f, "{}", std::process::id()).map_err(io_err)?;
-                return Ok(Some(DirLock { path }));
-            }
-            Err(e) if e.kind() == ErrorKind::AlreadyExists => {
-                let text = std::fs::read_to_string(&path).unwrap_or_default();
-                match text.trim().parse::<u32>() {
-                    Ok(pid) if !pid_is_running(pid) => {
-                        // The owner died without cleaning up; its lock protects nothing.
-                        match std::fs::remove_file(&path) {
-                            Err(e) if e.kind() != ErrorKind::NotFound => return Err(io_err(e)),
-                            _ => continue,
-                        }
-                    }
-                    Ok(pid) => {
-                        return Err(Failure::Operation(format!(
-                            "the database in {} is in use by process {pid} ({}); wait for it \
-                             to finish, or remove the file if that process is not evenkeel",
-                            dir.display(),
-                            path.display()
-                        )))
-                    }
-                    // Being written by its creator this instant, or damaged.
-                    Err(_) => {
-                        return Err(Failure::Operation(format!(
-                            "the database in {} is locked by {} (no owner pid in it); remove \
-                             the file if no other evenkeel command is running",
-                            dir.display(),
-                            path.display()
-                        )))
-                    }
-                }
-            }
-            Err(e) => return Err(io_err(e)),
+    // No truncate at open: a refused process must not erase the owner's pid.
+    let mut file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(io_err)?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(TryLockError::WouldBlock) => {
+            let owner = std::fs::read_to_string(&path).unwrap_or_default();
+            let owner = match owner.trim().parse::<u32>() {
+                Ok(pid) => format!("process {pid}"),
+                Err(_) => "another process".to_string(),
+            };
+            return Err(Failure::Operation(format!(
+                "the database in {} is in use by {owner} (it holds {}); wait for it to finish",
+                dir.display(),
+                path.display()
+            )));
         }
+        Err(TryLockError::Error(e)) => return Err(io_err(e)),
     }
-    Err(Failure::Operation(format!(
-        "could not take {}: another process keeps taking it",
-        path.display()
-    )))
+    file.set_len(0).map_err(io_err)?;
+    file.rewind().map_err(io_err)?;
+    writeln!(file, "{}", std::process::id()).map_err(io_err)?;
+    Ok(Some(DirLock { _file: file }))
 }

@@ -5,6 +5,11 @@
 //! current transaction and commits every `--batch` lines and once more for the remainder.
 //! A bad line stops the load with its line number; batches committed before it stay.
 //! The database is closed cleanly on success and on failure.
+//!
+//! With `--ack-file F`, after each `commit()` returns Ok the count of lines committed so far
+//! is appended to F and F is fsynced before the next line is read: every count in F is a
+//! promise that those lines survive a crash (as durable as `flush_log_at_trx_commit` makes a
+//! commit), which is what the kill -9 tests check.
 
 use crate::config::ConfigArgs;
 use crate::dirlock;
@@ -12,8 +17,9 @@ use crate::escape::decode_row;
 use crate::failure::{CmdResult, Failure};
 use clap::Args;
 use evenkeel::{Database, Table};
-use std::io::{BufRead, BufReader, IsTerminal, Read};
-use std::path::PathBuf;
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, IsTerminal, Read, Write};
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 /// Read buffer for stdin; large enough that a read call carries thousands of lines.
@@ -33,6 +39,12 @@ pub struct LoadArgs {
           value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub batch: u32,
 
+    /// After each commit returns, append the number of lines committed so far (one decimal
+    /// number per line) to FILE and fsync it, so a crash test can check that every
+    /// acknowledged line survived; FILE is created when missing
+    #[arg(long, value_name = "FILE")]
+    pub ack_file: Option<PathBuf>,
+
     #[command(flatten)]
     pub config: ConfigArgs,
 }
@@ -43,11 +55,51 @@ struct Tally {
     commits: u64,
 }
 
+/// The `--ack-file`: one line per commit, each fsynced before the load goes on.
+struct AckFile {
+    path: PathBuf,
+    file: File,
+}
+
+impl AckFile {
+    fn open(path: &Path) -> Result<AckFile, Failure> {
+        let err =
+            |e: std::io::Error| Failure::op(format!("opening --ack-file {}", path.display()), e);
+        let existed = path.exists();
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .map_err(err)?;
+        if !existed {
+            // IMPORTANT: a new file's name is durable only once its directory is synced.
+            let parent = match path.parent() {
+                Some(p) if !p.as_os_str().is_empty() => p,
+                _ => Path::new("."),
+            };
+            File::open(parent).and_then(|d| d.sync_all()).map_err(err)?;
+        }
+        Ok(AckFile {
+            path: path.to_path_buf(),
+            file,
+        })
+    }
+
+    /// Records that `lines` lines are committed.
+    fn ack(&mut self, lines: u64) -> Result<(), String> {
+        // IMPORTANT: the count is a durability promise only once it is on disk itself.
+        writeln!(self.file, "{lines}")
+            .and_then(|()| self.file.sync_data())
+            .map_err(|e| format!("writing --ack-file {}: {e}", self.path.display()))
+    }
+}
+
 pub fn run(args: &LoadArgs) -> CmdResult {
     let opts = args.config.options_for(&args.dir)?;
     let dir = args.dir.display();
     std::fs::create_dir_all(&args.dir).map_err(|e| Failure::op(format!("creating {dir}"), e))?;
     let _lock = dirlock::lock(&args.dir)?;
+    let mut ack = args.ack_file.as_deref().map(AckFile::open).transpose()?;
     let db = Database::open_or_create(&args.dir, opts)
         .map_err(|e| Failure::engine(format!("opening {dir}"), e))?;
     let table = db
@@ -62,7 +114,7 @@ pub fn run(args: &LoadArgs) -> CmdResult {
         lines: 0,
         commits: 0,
     };
-    let result = load_lines(&db, &table, stdin.lock(), args.batch, &mut tally);
+    let result = load_lines(&db, &table, stdin.lock(), args.batch, &mut ack, &mut tally);
     let close = db.close();
     let seconds = started.elapsed().as_secs_f64();
     let rate = tally.lines as f64 / seconds.max(1e-9);
@@ -83,12 +135,13 @@ pub fn run(args: &LoadArgs) -> CmdResult {
 }
 
 /// Reads every line of `input` into `table`, committing every `batch` lines.
-/// `tally` counts only committed lines.
+/// `tally` counts only committed lines; each commit is acknowledged in `ack` when given.
 fn load_lines(
     db: &Database,
     table: &Table,
     input: impl Read,
     batch: u32,
+    ack: &mut Option<AckFile>,
     tally: &mut Tally,
 ) -> Result<(), String> {
     let mut reader = BufReader::with_capacity(READ_BUFFER_BYTES, input);
@@ -118,6 +171,9 @@ fn load_lines(
             tally.lines += pending;
             tally.commits += 1;
             pending = 0;
+            if let Some(a) = ack {
+                a.ack(tally.lines)?;
+            }
             txn = db.begin();
         }
     }
@@ -126,6 +182,9 @@ fn load_lines(
             .map_err(|e| format!("committing lines up to {line_no}: {e}"))?;
         tally.lines += pending;
         tally.commits += 1;
+        if let Some(a) = ack {
+            a.ack(tally.lines)?;
+        }
     }
     Ok(())
 }

@@ -51,7 +51,10 @@ enum Command {
         Creates the database and the table when missing; existing keys are replaced. Commits \
         every --batch lines and once more for the remainder, then prints a summary (lines, \
         commits, seconds, rows/s) to stderr. A malformed line stops the load with its line \
-        number; batches committed before it stay.")]
+        number; batches committed before it stay. With --ack-file F, after each commit \
+        returns the count of lines committed so far is appended to F and F is fsynced, so a \
+        crash test can check that every acknowledged line survived (how durable a commit is \
+        at return follows flush_log_at_trx_commit).")]
     Load(load::LoadArgs),
 
     /// Print a table to stdout in key order, in the line format load reads
@@ -69,7 +72,9 @@ enum Command {
         overflow chains, the free list, and that every page is used exactly once. Prints per-\
         table rows, depth, leaf/internal/overflow pages and leaf fill, and the free-page \
         count. Each problem is printed with its file, page number and broken rule, and the \
-        command exits 3. Run it when no other process has the database open."
+        command exits 3. Run it when no other process has the database open. A database that \
+        was not shut down cleanly (its process was killed) is first recovered by opening and \
+        closing it with --config/--set, unless --no-recover is given."
     )]
     Check(check::CheckArgs),
 
@@ -77,7 +82,8 @@ enum Command {
     #[command(
         long_about = "Open the database and print its sizes and counters in sections \
         named as in InnoDB's SHOW ENGINE INNODB STATUS: BUFFER POOL AND MEMORY, FILE, LOG, \
-        TABLES, ROW OPERATIONS. Counters cover this command's own open of the database. \
+        FLUSH / DOUBLEWRITE, RECOVERY, TABLES, TRANSACTIONS, ROW OPERATIONS. RECOVERY says \
+        what this open's crash recovery did (nothing after a clean shutdown). Counters cover this command's own open of the database. \
         --json prints the engine's Status structure instead."
     )]
     Status(status::StatusArgs),

@@ -3,7 +3,9 @@
 //!
 //! The counters are those of the process running this command: it opens the database, reads
 //! the header, and reports; the engine keeps no counters across opens. Sizes (file, pages,
-//! free list, tables) describe the database itself. `--json` prints the engine's `Status`.
+//! free list, tables) and the LSNs describe the database itself; RECOVERY is what this
+//! command's open had to redo (nothing after a clean shutdown). `--json` prints the engine's
+//! whole `Status`.
 
 use crate::config::ConfigArgs;
 use crate::dirlock;
@@ -34,6 +36,7 @@ pub fn run(args: &StatusArgs) -> CmdResult {
         .map_err(|e| Failure::engine(format!("opening {dir}"), e))?;
     let tables = db.tables().map_err(|e| Failure::op("listing tables", e))?;
     let status = db.status();
+    let doublewrite = db.options().doublewrite;
     db.close()
         .map_err(|e| Failure::op(format!("closing {dir}"), e))?;
     if args.json {
@@ -41,7 +44,7 @@ pub fn run(args: &StatusArgs) -> CmdResult {
             .map_err(|e| Failure::op("encoding the status as JSON", e))?;
         println!("{text}");
     } else {
-        print!("{}", render(&status, &tables));
+        print!("{}", render(&status, &tables, doublewrite));
     }
     Ok(())
 }
@@ -60,7 +63,7 @@ fn pct(part: u64, whole: u64) -> f64 {
 }
 
 /// The sectioned text report.
-pub fn render(s: &Status, tables: &[String]) -> String {
+pub fn render(s: &Status, tables: &[String], doublewrite: bool) -> String {
     let b = &s.buffer;
     let mut o = String::new();
     let banner = "=".repeat(60);
@@ -126,8 +129,9 @@ pub fn render(s: &Status, tables: &[String]) -> String {
         "I/O: {} reads ({} bytes), {} writes ({} bytes), {} syncs",
         io.reads, io.read_bytes, io.writes, io.write_bytes, io.syncs
     );
-    section(&mut o, "LOG");
-    let _ = writeln!(o, "Log sequence number {} (no redo log yet)", s.lsn);
+    render_log(&mut o, s);
+    render_flush(&mut o, s, doublewrite);
+    render_recovery(&mut o, s);
     section(&mut o, "TABLES");
     let names = if tables.is_empty() {
         "(none)".to_string()
@@ -135,11 +139,12 @@ pub fn render(s: &Status, tables: &[String]) -> String {
         tables.join(", ")
     };
     let _ = writeln!(o, "Tables {}: {names}", s.tables);
+    render_transactions(&mut o, s);
     section(&mut o, "ROW OPERATIONS");
     let _ = writeln!(
         o,
-        "Commits {}, rollbacks {}; rows written {}, rows deleted {}",
-        s.commits, s.rollbacks, s.rows_written, s.rows_deleted
+        "Rows written {}, rows deleted {}",
+        s.rows_written, s.rows_deleted
     );
     let _ = writeln!(
         o,
@@ -148,4 +153,138 @@ pub fn render(s: &Status, tables: &[String]) -> String {
     );
     let _ = writeln!(o, "{banner}\nEND OF STATUS\n{banner}");
     o
+}
+
+fn ratio(part: u64, whole: u64) -> f64 {
+    part as f64 / whole.max(1) as f64
+}
+
+/// LOG: where the redo stream is, how far the checkpoint trails it, and the log writer's work.
+fn render_log(o: &mut String, s: &Status) {
+    let l = &s.log;
+    section(o, "LOG");
+    let _ = writeln!(o, "Log sequence number {}", s.lsn);
+    let _ = writeln!(o, "Log flushed up to   {}", s.flushed_lsn);
+    let _ = writeln!(o, "Last checkpoint at  {}", s.checkpoint_lsn);
+    let _ = writeln!(
+        o,
+        "Checkpoint age {} bytes, {:.2}% of log capacity {} bytes",
+        s.checkpoint_age_bytes, s.checkpoint_age_pct, s.log_capacity_bytes
+    );
+    let _ = writeln!(
+        o,
+        "Log groups {}, payload {} bytes, written {} bytes in {} writes, {} fsyncs",
+        l.groups, l.payload_bytes, l.written_bytes, l.writes, l.fsyncs
+    );
+    let _ = writeln!(
+        o,
+        "Group commit: flushes {}, flush requests {} ({} durable), {:.2} requests per \
+         flush, at most {} in one",
+        l.flushes,
+        l.flush_requests,
+        l.durable_flush_requests,
+        ratio(l.flush_requests, l.flushes),
+        l.max_waiters_per_flush
+    );
+    let _ = writeln!(
+        o,
+        "Commits per log fsync {:.2} ({} commits / {} fsyncs, checkpoint writes included)",
+        ratio(s.commits, l.fsyncs),
+        s.commits,
+        l.fsyncs
+    );
+    let _ = writeln!(
+        o,
+        "Padding {} bytes, partial-block rewrites {}",
+        l.padding_bytes, l.partial_block_rewrites
+    );
+    let _ = writeln!(
+        o,
+        "Log buffer full waits {}, {} us waited; log-full refusals {}",
+        l.buffer_full_waits, l.buffer_full_wait_us, l.log_full_refusals
+    );
+}
+
+/// FLUSH / DOUBLEWRITE: who wrote pages back, and whether commits had to wait for it.
+fn render_flush(o: &mut String, s: &Status, doublewrite: bool) {
+    section(o, "FLUSH / DOUBLEWRITE");
+    let _ = writeln!(
+        o,
+        "Doublewrite {}",
+        if doublewrite {
+            "on: page batches go to evenkeel.dblwr and are fsynced before the in-place writes"
+        } else {
+            "off: a torn page is detected and reported at recovery, not repaired"
+        }
+    );
+    let _ = writeln!(
+        o,
+        "Pages flushed: background {}, sync (by committing threads) {}",
+        s.pages_flushed_background, s.pages_flushed_sync
+    );
+    let _ = writeln!(
+        o,
+        "Sync-flush waits {}, {} us waited; log-full waits {}",
+        s.sync_flush_waits, s.sync_flush_wait_us, s.log_full_waits
+    );
+    let _ = writeln!(
+        o,
+        "Checkpoints {} (log checkpoint slots written {})",
+        s.checkpoints, s.log.checkpoints
+    );
+}
+
+/// RECOVERY: what this command's open of the database had to redo.
+fn render_recovery(o: &mut String, s: &Status) {
+    let r = &s.recovery;
+    section(o, "RECOVERY");
+    if r.groups == 0 && r.pages_repaired_from_doublewrite == 0 && r.transactions_reapplied == 0 {
+        let _ = writeln!(
+            o,
+            "Nothing to recover at open (checkpoint at {})",
+            r.checkpoint_lsn
+        );
+    }
+    let _ = writeln!(
+        o,
+        "Redo from checkpoint {} to {}: {} bytes scanned, {} groups",
+        r.checkpoint_lsn, r.end_lsn, r.redo_bytes_scanned, r.groups
+    );
+    let _ = writeln!(
+        o,
+        "Page records applied {}, skipped (page already newer) {}",
+        r.page_records_applied, r.page_records_skipped
+    );
+    let _ = writeln!(
+        o,
+        "Pages repaired from doublewrite {}, checkpoint slot repaired {}",
+        r.pages_repaired_from_doublewrite,
+        if r.checkpoint_slot_repaired {
+            "yes"
+        } else {
+            "no"
+        }
+    );
+    let _ = writeln!(
+        o,
+        "Transactions re-applied {}, {:.3} s",
+        r.transactions_reapplied, r.seconds
+    );
+}
+
+/// TRANSACTIONS: outcomes and the lock table.
+fn render_transactions(o: &mut String, s: &Status) {
+    let k = &s.locks;
+    section(o, "TRANSACTIONS");
+    let _ = writeln!(o, "Commits {}, rollbacks {}", s.commits, s.rollbacks);
+    let _ = writeln!(
+        o,
+        "Lock waits {} ({} us), timeouts {}, deadlocks {}",
+        k.lock_waits, k.lock_wait_us, k.lock_timeouts, k.deadlocks
+    );
+    let _ = writeln!(
+        o,
+        "Lock memory {} of {} bytes",
+        k.memory_used_bytes, k.memory_max_bytes
+    );
 }

@@ -203,7 +203,11 @@ fn log_config(opts: &Options) -> LogConfig {
     LogConfig {
         file_size: opts.log_file_size,
         files: opts.log_files_in_group,
-        buffer_size: opts.log_buffer_size as usize,
+        // A small log gets a buffer to match: at most a quarter of its capacity.
+        buffer_size: opts
+            .log_buffer_size
+            .min(opts.log_file_size * opts.log_files_in_group as u64 / 4)
+            as usize,
         block_size: opts.log_block_size,
         flush_at_commit: match opts.flush_log_at_trx_commit {
             0 => FlushAtCommit::Zero,
@@ -384,8 +388,14 @@ impl Database {
         let mut first = vec![0u8; page::MIN_PAGE_SIZE];
         file.read_at(&mut first, 0)?;
         let ps = space::probe_page_size(&first).map_err(bad)?;
-        // The file's page size wins over the option (which only applies at create time).
+        // The file's page size wins over the option (which only applies at create time), and so
+        // does the log's recorded geometry.
         opts.page_size = ps;
+        if let Some((file_size, files, block)) = wal::probe_geometry(storage.as_ref()) {
+            opts.log_file_size = file_size;
+            opts.log_files_in_group = files;
+            opts.log_block_size = block;
+        }
         opts.validate()?;
         // After a clean shutdown the file must be whole; after a crash a torn extension write
         // may leave a partial last page, which doublewrite and redo repair.
@@ -488,6 +498,10 @@ impl Database {
             inner.readers.lock().push(h);
         }
         inner.pool.set_read_ahead_queue(Some(tx));
+        inner.pool.set_read_ahead(
+            inner.opts.read_ahead as u8,
+            inner.opts.read_ahead_threshold as u32,
+        );
         Ok(Database {
             inner: Arc::new(inner),
         })

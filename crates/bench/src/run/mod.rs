@@ -6,6 +6,7 @@
 pub mod console;
 pub mod engine;
 pub mod insert;
+pub mod kv;
 pub mod schedule;
 pub mod sweep;
 pub mod tpcc;

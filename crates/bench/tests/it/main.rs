@@ -4,5 +4,6 @@
 mod cli;
 mod flush;
 mod insert;
+mod kv;
 mod report;
 mod tpcc;

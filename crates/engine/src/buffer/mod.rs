@@ -39,7 +39,10 @@ const FREE_FRAME_RETRIES: u32 = 2000;
 
 /// The bytes of one frame and which page they hold.
 pub struct FrameData {
-    pub(crate) buf: AlignedBuf,
+    /// Not aligned: writes go through a sealed, aligned copy, and the io layer bounces
+    /// unaligned O_DIRECT reads. Aligned frames cost a quarter of the pool in allocator
+    /// padding at 16 KiB pages (measured: RSS 28% over buffer_pool_size).
+    pub(crate) buf: Box<[u8]>,
     pub(crate) page: PageId,
     /// False after a failed read: waiters that pinned the frame must retry.
     valid: bool,
@@ -70,6 +73,8 @@ struct InstState {
     free: Vec<u32>,
     lru: Lru,
     flush_list: BTreeSet<(u64, u32)>,
+    /// Sum of oldest_modification over the flush list (for the mean dirty age, in O(1)).
+    oldest_sum: u128,
     meta: Vec<Meta>,
 }
 
@@ -159,6 +164,8 @@ pub struct BufferPool {
     wal: Option<Arc<crate::wal::Log>>,
     sink: Box<dyn PageSink>,
     poisoned: AtomicBool,
+    /// Frames a thread looking for a free frame scans from the LRU tail (lru_scan_depth).
+    victim_scan_depth: AtomicU32,
     /// 0 none, 1 linear, 2 random (read_ahead); and read_ahead_threshold.
     ra_mode: std::sync::atomic::AtomicU8,
     ra_threshold: AtomicU32,
@@ -212,7 +219,7 @@ impl BufferPool {
         let frames: Box<[Frame]> = (0..n)
             .map(|_| Frame {
                 latch: RwLock::new(FrameData {
-                    buf: AlignedBuf::new(cfg.page_size),
+                    buf: vec![0u8; cfg.page_size].into_boxed_slice(),
                     page: PageId::NONE,
                     valid: false,
                 }),
@@ -227,6 +234,7 @@ impl BufferPool {
                     free: (0..per_instance as u32).rev().collect(),
                     lru: Lru::new(per_instance, cfg.old_blocks_pct, cfg.old_blocks_time_ms),
                     flush_list: BTreeSet::new(),
+                    oldest_sum: 0,
                     meta: vec![
                         Meta {
                             page: PageId::NONE,
@@ -245,6 +253,7 @@ impl BufferPool {
             wal,
             sink,
             poisoned: AtomicBool::new(false),
+            victim_scan_depth: AtomicU32::new(1024),
             ra_mode: std::sync::atomic::AtomicU8::new(0),
             ra_threshold: AtomicU32::new(56),
             ra_queue: Mutex::new(None),
@@ -306,6 +315,7 @@ impl BufferPool {
             m.oldest_lsn = start.0.max(1);
             let key = (m.oldest_lsn, fid);
             st.flush_list.insert(key);
+            st.oldest_sum += key.0 as u128;
         }
     }
 
@@ -364,9 +374,6 @@ impl BufferPool {
                 }
                 m.ra = false;
                 drop(st);
-                if matches!(mode, Mode::Create) {
-                    unreachable!("create of page {pid} that is already in the pool");
-                }
                 if pid.0 % EXTENT_PAGES == EXTENT_PAGES - 1 {
                     self.maybe_read_ahead(pid, false);
                 }
@@ -386,11 +393,16 @@ impl BufferPool {
                         })
                     }
                     _ => {
-                        let g = frame.latch.write();
+                        let mut g = frame.latch.write();
                         if !g.valid || g.page != pid {
                             drop(g);
                             self.unpin(fid);
                             continue;
+                        }
+                        if matches!(mode, Mode::Create) {
+                            // read ahead past the old end of the file: whatever was read is
+                            // not the page's content; a new page starts from zeros
+                            g.buf.fill(0);
                         }
                         Latched::W(PageWrite {
                             pool: self,
@@ -501,7 +513,10 @@ impl BufferPool {
             }
             let mut dirty_victim = None;
             let mut clean_victim = None;
-            for local in st.lru.tail_iter(st.lru.len()) {
+            // InnoDB's single-page flush scans only the tail; scanning the whole list under the
+            // mutex made every miss O(pool) and evicted hot internal pages under puts.
+            let depth = self.victim_scan_depth.load(Ordering::Relaxed) as usize;
+            for local in st.lru.tail_iter(depth) {
                 let fid = inst.base + local;
                 if self.frames[fid as usize].pin.load(Ordering::Acquire) != 0 {
                     continue;
@@ -644,6 +659,7 @@ impl BufferPool {
             let m = st.meta[local as usize];
             if m.page == *pid && m.newest_lsn <= *lsn && m.oldest_lsn != 0 {
                 st.flush_list.remove(&(m.oldest_lsn, *fid));
+                st.oldest_sum -= m.oldest_lsn as u128;
                 st.meta[local as usize].oldest_lsn = 0;
             }
         }
@@ -701,7 +717,9 @@ impl BufferPool {
             return false;
         }
         let m = st.meta[local as usize];
-        st.flush_list.remove(&(m.oldest_lsn, fid));
+        if st.flush_list.remove(&(m.oldest_lsn, fid)) {
+            st.oldest_sum -= m.oldest_lsn as u128;
+        }
         st.page_table.remove(&pid);
         st.lru.remove(local);
         st.meta[local as usize] = Meta {
@@ -715,6 +733,12 @@ impl BufferPool {
         true
     }
 
+    /// Frames scanned from an LRU tail by a thread that needs a free frame.
+    pub fn set_lru_scan_depth(&self, depth: u64) {
+        self.victim_scan_depth
+            .store(depth.clamp(1, u32::MAX as u64) as u32, Ordering::Relaxed);
+    }
+
     /// Sets read_ahead (0 none, 1 linear, 2 random) and read_ahead_threshold.
     pub fn set_read_ahead(&self, mode: u8, threshold: u32) {
         self.ra_mode.store(mode, Ordering::Relaxed);
@@ -726,8 +750,13 @@ impl BufferPool {
         *self.ra_queue.lock() = tx;
     }
 
-    /// Loads `pid` for read-ahead (a no-op when it is in the pool already).
+    /// Loads `pid` for read-ahead (a no-op when it is in the pool already or past the end of
+    /// the file).
     pub fn prefetch(&self, pid: PageId) -> Result<()> {
+        let end = (pid.0 as u64 + 1) * self.page_size as u64;
+        if self.file.len()? < end {
+            return Ok(());
+        }
         self.fetch(pid, Mode::Prefetch).map(|_| ())
     }
 
@@ -772,8 +801,25 @@ impl BufferPool {
         }
     }
 
-    /// The oldest dirty frames of the instances `pick` selects, up to `n` in all.
-    pub fn oldest_dirty_in(&self, n: usize, pick: &dyn Fn(usize) -> bool) -> Vec<u32> {
+    /// Mean oldest_modification over every flush list (None when nothing is dirty).
+    pub fn oldest_modification_mean(&self) -> Option<f64> {
+        let (mut sum, mut n) = (0u128, 0u64);
+        for inst in self.instances.iter() {
+            let st = inst.state.lock();
+            sum += st.oldest_sum;
+            n += st.flush_list.len() as u64;
+        }
+        (n > 0).then(|| (sum / n as u128) as f64)
+    }
+
+    /// The oldest dirty frames of the instances `pick` selects, up to `n` in all, only those
+    /// whose oldest_modification is below `lsn_limit` (0: no limit).
+    pub fn oldest_dirty_in(
+        &self,
+        n: usize,
+        lsn_limit: u64,
+        pick: &dyn Fn(usize) -> bool,
+    ) -> Vec<u32> {
         let mut out: Vec<(u64, u32)> = Vec::new();
         for (k, inst) in self.instances.iter().enumerate() {
             if !pick(k) {
@@ -783,7 +829,11 @@ impl BufferPool {
             out.extend(st.flush_list.iter().take(n).copied());
         }
         out.sort_unstable();
-        out.into_iter().take(n).map(|(_, f)| f).collect()
+        out.into_iter()
+            .take(n)
+            .filter(|(l, _)| lsn_limit == 0 || *l < lsn_limit)
+            .map(|(_, f)| f)
+            .collect()
     }
 
     /// Adds the dirty neighbours of each frame: mode 1 the contiguous dirty pages on each

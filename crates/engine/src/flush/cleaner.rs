@@ -52,6 +52,9 @@ pub fn run(dur: Arc<Durability>) {
     let mut last_sample = Instant::now();
     let mut sample_base = SampleBase::take(&dur);
     let mut flushed_last = 0u64;
+    let mut lru_last = 0u64;
+    let mut next_loop = Duration::from_secs(1);
+    let mut fg_mark = foreground_flushed(&dur);
     let mut planned = FlushPlan::default();
     loop {
         let (asyncp, syncp) = dur.points();
@@ -61,7 +64,7 @@ pub fn run(dur: Arc<Durability>) {
         } else if pressed {
             Duration::from_millis(100)
         } else {
-            Duration::from_secs(1).saturating_sub(last.elapsed())
+            next_loop.saturating_sub(last.elapsed())
         };
         if !dur.sleep(wait) {
             return;
@@ -79,6 +82,7 @@ pub fn run(dur: Arc<Durability>) {
         }
         dur.pool
             .set_read_ahead(knobs.read_ahead as u8, knobs.read_ahead_threshold as u32);
+        dur.pool.set_lru_scan_depth(knobs.lru_scan_depth);
         let now = current_marks(&dur);
         let redo = now.lsn.saturating_sub(marks.lsn);
         let redo_rate = redo as f64 / elapsed;
@@ -120,6 +124,18 @@ pub fn run(dur: Arc<Durability>) {
             flushing_avg_loops: knobs.flushing_avg_loops,
             lru_scan_depth: knobs.lru_scan_depth,
             write_cap_pages_per_s: knobs.write_bandwidth_max / dur.pool.page_size() as u64,
+            lru_flushed_last: lru_last,
+            foreground_flushed_last: {
+                let fg = foreground_flushed(&dur);
+                let d = fg.saturating_sub(fg_mark);
+                fg_mark = fg;
+                d
+            },
+            dirty_age_mean: dur
+                .pool
+                .oldest_modification_mean()
+                .map_or(0.0, |m| (dur.log.current_lsn().0 as f64 - m).max(0.0)),
+            doublewrite: knobs.doublewrite,
         };
         let mut plan = policy.plan(&inp);
         // Shared by every policy: past the async point flushing is forced (io_capacity_max).
@@ -129,6 +145,11 @@ pub fn run(dur: Arc<Durability>) {
         }
         dur.admission_delay_now_us
             .store(plan.admission_delay_us, Ordering::Relaxed);
+        next_loop = if plan.next_loop_ms > 0 {
+            Duration::from_millis(plan.next_loop_ms)
+        } else {
+            Duration::from_secs(1)
+        };
         planned.flush_list_pages += plan.flush_list_pages;
         planned.lru_pages += plan.lru_pages;
         let t0 = Instant::now();
@@ -151,6 +172,7 @@ pub fn run(dur: Arc<Durability>) {
             };
         }
         flushed_last = flushed + lru;
+        lru_last = lru;
         push_avg(
             &mut meter.flushed,
             flushed_last as f64 / elapsed,
@@ -194,7 +216,9 @@ fn carry_out(dur: &Durability, plan: &FlushPlan, knobs: &crate::Options) -> Resu
         let mut left = share;
         let mut flushed = 0u64;
         while left > 0 {
-            let fids = dur.pool.oldest_dirty_in(left.min(FLUSH_BATCH_PAGES), &pick);
+            let fids = dur
+                .pool
+                .oldest_dirty_in(left.min(FLUSH_BATCH_PAGES), plan.lsn_limit, &pick);
             if fids.is_empty() {
                 break;
             }
@@ -229,6 +253,14 @@ fn carry_out(dur: &Durability, plan: &FlushPlan, knobs: &crate::Options) -> Resu
         }
         Ok(total)
     })
+}
+
+/// Pages user threads wrote themselves: sync point, max-dirty, single-page (free frame).
+fn foreground_flushed(dur: &Durability) -> u64 {
+    let c = &dur.counters;
+    c.pages_flushed_sync.load(Ordering::Relaxed)
+        + c.pages_flushed_max_dirty.load(Ordering::Relaxed)
+        + dur.pool.counters.eviction_writes.load(Ordering::Relaxed)
 }
 
 fn push_avg(q: &mut VecDeque<f64>, v: f64, n: usize) {

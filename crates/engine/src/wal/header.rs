@@ -146,3 +146,28 @@ pub(crate) fn open_files(storage: &dyn Storage, geom: &Geometry) -> Result<Vec<A
     }
     Ok(files)
 }
+
+/// The geometry recorded in an existing log (file size, file count, block size), read from
+/// the header of the first file; None when there is no log or its header is unreadable (then
+/// `open_files` reports the problem). The files' geometry wins over the options on open.
+pub fn probe_geometry(storage: &dyn Storage) -> Option<(u64, u32, usize)> {
+    if !storage.exists(&file_name(0)) {
+        return None;
+    }
+    let f = storage.open(&file_name(0), FileKind::Log, false).ok()?;
+    let mut first = vec![0u8; 512];
+    f.read_at(&mut first, 0).ok()?;
+    if first.get(0..4) != Some(FILE_MAGIC.as_slice()) {
+        return None;
+    }
+    let block_size = le_u32(&first, 8)? as usize;
+    if block_size != 512 && block_size != 4096 {
+        return None;
+    }
+    let mut raw = vec![0u8; block_size];
+    f.read_at(&mut raw, 0).ok()?;
+    if !checksum_ok(&raw) {
+        return None;
+    }
+    Some((le_u64(&raw, 20)?, le_u32(&raw, 16)?, block_size))
+}

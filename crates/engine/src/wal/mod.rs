@@ -107,6 +107,7 @@ mod writer;
 #[cfg(test)]
 mod tests;
 
+pub use header::probe_geometry;
 pub use reader::ScanStop;
 pub use stats::LogStats;
 pub use writer::Log;

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod bad_input;
+mod cleaner;
 mod common;
 mod concurrency;
 mod crash;

@@ -233,3 +233,23 @@ fn durable_commit_not_yet_applied_is_reapplied() {
         "no attempt produced a durable-but-unapplied COMMIT"
     );
 }
+
+/// The log's recorded geometry wins on open, as the page size does: a database created with
+/// a 1 MiB log opens with default options.
+#[test]
+fn log_geometry_from_the_files_wins_on_open() {
+    let mut o = opts(4096, 64 * 4096);
+    o.set("log_file_size", "1M").unwrap();
+    o.set("log_block_size", "4096").unwrap();
+    let (sim, db) = sim_db(o);
+    let t = db.create_table("t").unwrap();
+    let mut txn = db.begin();
+    txn.put(&t, b"k", b"v").unwrap();
+    txn.commit().unwrap();
+    db.close().unwrap();
+    let db = Database::open_in(Arc::new(sim), opts(4096, 64 * 4096)).unwrap();
+    assert_eq!(db.current_options().log_file_size, 1 << 20);
+    assert_eq!(db.current_options().log_block_size, 4096);
+    let t = db.table("t").unwrap();
+    assert_eq!(db.begin().get(&t, b"k").unwrap(), Some(b"v".to_vec()));
+}

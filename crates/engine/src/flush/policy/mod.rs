@@ -6,6 +6,22 @@
 //! Limits that hold for every policy live outside the policies: the async and sync flush
 //! points of the checkpoint, and foreground flushing past max_dirty_pages_pct when
 //! check_max_dirty_foreground is on. So the classic policies can show the classic stalls.
+//!
+//! Files: `fixed` (InnoDB 5.1), `innodb55` (5.5 adaptive_flushing), `estimate` and
+//! `keep_average` (Percona XtraDB adaptive checkpoint), `innodb80` (8.0
+//! page_cleaner_flush_pages_recommendation), `steady` (ours, the default); `classic` holds what
+//! the 5.x master thread did around every one of its policies (the 10-second batch, the LRU
+//! free margin). [`make`] builds a policy from its `adaptive_flushing` name.
+
+mod classic;
+pub mod estimate;
+pub mod fixed;
+pub mod innodb55;
+pub mod innodb80;
+pub mod keep_average;
+pub mod steady;
+#[cfg(test)]
+mod toy;
 
 /// What the cleaner measured for this loop. Rates are per second; pages are buffer-pool pages.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -46,6 +62,19 @@ pub struct FlushInputs {
     pub lru_scan_depth: u64,
     /// Optional cap on write bandwidth (pages/s) for `steady`; 0 = none.
     pub write_cap_pages_per_s: u64,
+    /// Pages written from the LRU tails since the previous plan (`innodb55` subtracts their
+    /// 20-second average from its rate, as buf_flush_get_desired_flush_rate did).
+    pub lru_flushed_last: u64,
+    /// Dirty pages written by user threads since the previous plan (sync-point and
+    /// max-dirty foreground flushes); `keep_average` counts them, with the LRU ones, as
+    /// flushing it need not repeat.
+    pub foreground_flushed_last: u64,
+    /// Mean over the flush lists of (lsn - oldest_modification), in bytes; 0 if unknown
+    /// (then `estimate` assumes age / 2). O(1) to keep: a running sum of oldest_modification
+    /// over the flush lists, updated on insert and removal.
+    pub dirty_age_mean: f64,
+    /// Page writes go through the doublewrite buffer (`estimate` flushes 7/8 as much without).
+    pub doublewrite: bool,
 }
 
 impl FlushInputs {
@@ -68,6 +97,13 @@ pub struct FlushPlan {
     /// Delay, in microseconds, each committing transaction waits before appending its COMMIT
     /// (admission control; only `steady` uses it).
     pub admission_delay_us: u64,
+    /// Preferred time before the next plan, in milliseconds; 0 = the cleaner's default (about
+    /// 1 s). `keep_average` asks for 100 ms, as XtraDB ran it ten times a second.
+    pub next_loop_ms: u64,
+    /// Flush no flush-list page whose oldest_modification is at or past this LSN, even if
+    /// fewer than `flush_list_pages` were written; 0 = no limit. XtraDB's `estimate` and
+    /// `keep_average` flush only as far as the LSN moved since their last loop.
+    pub lsn_limit: u64,
 }
 
 /// A flush policy. `plan` must be deterministic given its inputs and the policy's history.
@@ -86,8 +122,120 @@ pub const POLICY_NAMES: &[&str] = &[
     "steady",
 ];
 
-/// The policy named `name` (one of POLICY_NAMES).
+/// The policy named `name` (one of [`POLICY_NAMES`]), fresh (no history); `None` if unknown.
 pub fn make(name: &str) -> Option<Box<dyn FlushPolicy>> {
-    let _ = name;
-    None
+    let p: Box<dyn FlushPolicy> = match name {
+        "fixed" => Box::new(fixed::Fixed::default()),
+        "innodb55" => Box::new(innodb55::Innodb55::default()),
+        "estimate" => Box::new(estimate::Estimate::default()),
+        "keep_average" => Box::new(keep_average::KeepAverage::default()),
+        "innodb80" => Box::new(innodb80::Innodb80::default()),
+        "steady" => Box::new(steady::Steady::default()),
+        _ => return None,
+    };
+    Some(p)
+}
+
+/// Seconds this loop covers: `elapsed_s`, or the nominal 1 s when it is not a positive number
+/// (first loop, a clock that stood still), capped at 10 s so one long stall cannot ask for an
+/// unbounded batch.
+pub(crate) fn loop_s(inp: &FlushInputs) -> f64 {
+    if inp.elapsed_s.is_finite() && inp.elapsed_s > 0.0 {
+        inp.elapsed_s.min(10.0)
+    } else {
+        1.0
+    }
+}
+
+/// Pages per second times this loop's length, truncated to whole pages (as InnoDB's ulint
+/// arithmetic did); negative and NaN rates give 0.
+pub(crate) fn per_loop(pages_per_s: f64, inp: &FlushInputs) -> u64 {
+    let n = pages_per_s * loop_s(inp);
+    if n.is_finite() && n > 0.0 {
+        n as u64
+    } else {
+        0
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod testutil {
+    use super::FlushInputs;
+
+    /// A busy, mid-sized system: 64 MiB log, 10 000 frames, 1 s loops, InnoDB's default knobs.
+    pub fn base() -> FlushInputs {
+        let cap: u64 = 64 << 20;
+        FlushInputs {
+            elapsed_s: 1.0,
+            lsn: 1 << 30,
+            checkpoint_lsn: (1 << 30) - (cap / 4),
+            log_capacity: cap,
+            async_point: cap / 8 * 7,
+            sync_point: cap / 16 * 15,
+            redo_rate_last: 4_000_000.0,
+            redo_rate_avg: 4_000_000.0,
+            dirty_pages: 2_000,
+            data_pages: 9_000,
+            free_pages: 999,
+            total_pages: 10_000,
+            flushed_last: 0,
+            flushed_avg: 0.0,
+            dirtied_per_redo_byte: 1.0 / 4_000.0,
+            device_pages_per_s: 5_000.0,
+            reads_per_s: 0.0,
+            io_capacity: 200,
+            io_capacity_max: 2_000,
+            max_dirty_pages_pct: 90.0,
+            max_dirty_pages_pct_lwm: 10.0,
+            adaptive_flushing_lwm: 10.0,
+            flushing_avg_loops: 30,
+            lru_scan_depth: 1_024,
+            write_cap_pages_per_s: 0,
+            lru_flushed_last: 0,
+            foreground_flushed_last: 0,
+            dirty_age_mean: 0.0,
+            doublewrite: true,
+        }
+    }
+
+    /// `base` with a checkpoint age of `age` bytes.
+    pub fn with_age(age: u64) -> FlushInputs {
+        let mut i = base();
+        i.checkpoint_lsn = i.lsn - age;
+        i
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn make_knows_every_name_and_only_those() {
+        for n in POLICY_NAMES {
+            let p = make(n);
+            assert_eq!(p.map(|p| p.name()), Some(*n));
+        }
+        assert!(make("adaptive").is_none());
+        assert!(make("").is_none());
+    }
+
+    #[test]
+    fn loop_seconds_fall_back_and_cap() {
+        let mut i = testutil::base();
+        for (e, want) in [
+            (0.5, 0.5),
+            (0.0, 1.0),
+            (-1.0, 1.0),
+            (f64::NAN, 1.0),
+            (60.0, 10.0),
+        ] {
+            i.elapsed_s = e;
+            assert_eq!(loop_s(&i), want, "elapsed {e}");
+        }
+        i.elapsed_s = 0.5;
+        assert_eq!(per_loop(301.0, &i), 150);
+        assert_eq!(per_loop(-5.0, &i), 0);
+        assert_eq!(per_loop(f64::NAN, &i), 0);
+    }
 }

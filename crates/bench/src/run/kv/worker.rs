@@ -1,0 +1,184 @@
+//! The timed loops of `bench kv`: one client thread's gets, puts or scans until a deadline,
+//! each unit timed into a nanosecond histogram, and the single-threaded bulk load with its
+//! progress lines. Every operation goes through evenkeel's public API (`begin`, `get`, `put`,
+//! `scan`, `commit`), one transaction per unit, as an embedding program would call it.
+//!
+//! Must stay true: a get that finds no row, or a value of the wrong length, is an error (the
+//! key space is fixed at load, so either means the engine lost data).
+
+use std::ops::Bound;
+use std::time::{Duration, Instant};
+
+use evenkeel::{Database, Table};
+use hdrhistogram::Histogram;
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+use super::keys::{fill_value, key_of, VALUE_BYTES};
+use super::run::engine_err;
+use super::Workload;
+use crate::error::{BenchError, BenchResult};
+use crate::run::console::Console;
+
+/// Rows per commit while loading.
+pub const LOAD_COMMIT_ROWS: u64 = 1000;
+/// Seconds between progress lines while loading.
+const LOAD_LINE_EVERY: Duration = Duration::from_secs(10);
+/// Highest latency kept exactly: one hour in nanoseconds (higher values are clamped).
+const LATENCY_MAX_NS: u64 = 3_600_000_000_000;
+
+/// A latency histogram in nanoseconds.
+pub fn new_histogram() -> Histogram<u64> {
+    // Constant bounds that hdrhistogram accepts (low ≥ 1, high ≥ 2 × low, 3 digits).
+    Histogram::new_with_bounds(1, LATENCY_MAX_NS, 3).unwrap_or_else(|_| unreachable!())
+}
+
+/// What the client threads share.
+pub struct Shared<'a> {
+    pub db: &'a Database,
+    pub table: &'a Table,
+    pub rows: u64,
+    pub scan_len: usize,
+    pub batch: usize,
+    pub seed: u64,
+}
+
+/// One thread's counts.
+pub struct WorkerOut {
+    pub ops: u64,
+    pub rows: u64,
+    pub latency_ns: Histogram<u64>,
+}
+
+/// Run `w` on one thread until `deadline`; the first unit always runs.
+pub fn run_worker(
+    sh: &Shared<'_>,
+    w: Workload,
+    thread: usize,
+    deadline: Instant,
+) -> BenchResult<WorkerOut> {
+    let stream = (thread as u64 + 1).wrapping_mul(0x9e37_79b9) ^ ((w as u64) << 48);
+    let mut rng = SmallRng::seed_from_u64(sh.seed ^ stream);
+    let mut out = WorkerOut {
+        ops: 0,
+        rows: 0,
+        latency_ns: new_histogram(),
+    };
+    let mut value = [0u8; VALUE_BYTES];
+    loop {
+        let t0 = Instant::now();
+        let (ops, rows) = match w {
+            Workload::Get => get_one(sh, &mut rng)?,
+            Workload::Put => put_batch(sh, &mut rng, &mut value)?,
+            Workload::Scan => scan_one(sh, &mut rng)?,
+        };
+        let t1 = Instant::now();
+        out.latency_ns
+            .saturating_record((t1 - t0).as_nanos() as u64);
+        out.ops += ops;
+        out.rows += rows;
+        if t1 >= deadline {
+            return Ok(out);
+        }
+    }
+}
+
+fn get_one(sh: &Shared<'_>, rng: &mut SmallRng) -> BenchResult<(u64, u64)> {
+    let i = rng.gen_range(0..sh.rows);
+    let mut txn = sh.db.begin();
+    let v = txn.get(sh.table, &key_of(i)).map_err(engine_err)?;
+    txn.commit().map_err(engine_err)?;
+    match v {
+        Some(v) if v.len() == VALUE_BYTES => Ok((1, 1)),
+        Some(v) => Err(BenchError::Data(format!(
+            "row {i}: value of {} bytes, expected {VALUE_BYTES}",
+            v.len()
+        ))),
+        None => Err(BenchError::Data(format!("row {i}: key not found"))),
+    }
+}
+
+fn put_batch(
+    sh: &Shared<'_>,
+    rng: &mut SmallRng,
+    value: &mut [u8; VALUE_BYTES],
+) -> BenchResult<(u64, u64)> {
+    let mut txn = sh.db.begin();
+    for _ in 0..sh.batch {
+        let i = rng.gen_range(0..sh.rows);
+        fill_value(value, rng.gen());
+        txn.put(sh.table, &key_of(i), value).map_err(engine_err)?;
+    }
+    txn.commit().map_err(engine_err)?;
+    Ok((sh.batch as u64, sh.batch as u64))
+}
+
+fn scan_one(sh: &Shared<'_>, rng: &mut SmallRng) -> BenchResult<(u64, u64)> {
+    let start = key_of(rng.gen_range(0..sh.rows));
+    let mut txn = sh.db.begin();
+    let mut n = 0u64;
+    {
+        let scan = txn
+            .scan(
+                sh.table,
+                Bound::Included(&start[..]),
+                Bound::Unbounded,
+                false,
+            )
+            .map_err(engine_err)?;
+        for r in scan.take(sh.scan_len) {
+            let (_, v) = r.map_err(engine_err)?;
+            if v.len() != VALUE_BYTES {
+                return Err(BenchError::Data(format!(
+                    "scan: value of {} bytes, expected {VALUE_BYTES}",
+                    v.len()
+                )));
+            }
+            n += 1;
+        }
+    }
+    txn.commit().map_err(engine_err)?;
+    Ok((1, n))
+}
+
+/// Load rows `0..rows` in key-random order, `LOAD_COMMIT_ROWS` per commit, printing progress.
+/// Returns the latency histogram of the commits.
+pub fn load(
+    db: &Database,
+    table: &Table,
+    rows: u64,
+    con: &mut Console,
+) -> BenchResult<Histogram<u64>> {
+    let mut hist = new_histogram();
+    let start = Instant::now();
+    let mut next_line = start + LOAD_LINE_EVERY;
+    let mut value = [0u8; VALUE_BYTES];
+    con.start_bar(rows, "load");
+    let mut i = 0u64;
+    while i < rows {
+        let end = (i + LOAD_COMMIT_ROWS).min(rows);
+        let t0 = Instant::now();
+        let mut txn = db.begin();
+        for r in i..end {
+            fill_value(&mut value, r);
+            txn.put(table, &key_of(r), &value).map_err(engine_err)?;
+        }
+        txn.commit().map_err(engine_err)?;
+        let t1 = Instant::now();
+        hist.saturating_record((t1 - t0).as_nanos() as u64);
+        i = end;
+        con.set_position(i);
+        if t1 >= next_line {
+            next_line = t1 + LOAD_LINE_EVERY;
+            let secs = (t1 - start).as_secs_f64();
+            let rate = i as f64 / secs;
+            con.line(&format!(
+                "load: {i} / {rows} rows ({:.0}%), {rate:.0} rows/s, {secs:.0} s, ETA {:.0} s",
+                100.0 * i as f64 / rows as f64,
+                (rows - i) as f64 / rate.max(1.0)
+            ));
+        }
+    }
+    con.finish_bar();
+    Ok(hist)
+}

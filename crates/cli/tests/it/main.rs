@@ -1,0 +1,6 @@
+//! The `evenkeel` command's integration tests, one binary with a module per concern (one link
+//! instead of one per file): `cli` runs each command end to end, `kill` kills a real load with
+//! SIGKILL and proves every acknowledged line survived.
+
+mod cli;
+mod kill;

@@ -1,0 +1,354 @@
+//! steady: evenkeel's default, not an InnoDB algorithm: a feedback controller on the checkpoint
+//! age, with commit admission as its second actuator. Its parts are textbook (feed-forward plus
+//! proportional-integral control with anti-windup, e.g. Åström & Murray, "Feedback Systems",
+//! ch. 10-11, https://fbswiki.org/; admission control in the spirit of CoDel/TCP pacing), and
+//! the problem it solves is the one the seeds show: 1-second holes when the log fills.
+//!
+//! Each loop, with age the checkpoint age, sp the set point = 50% of the async point:
+//! - feed-forward: demand = redo_rate_avg * dirtied_per_redo_byte, the pages/s being newly
+//!   dirtied, which is exactly what must be flushed per second to hold the checkpoint still;
+//! - feedback: the pages standing for the age above sp, (age - sp) / age * dirty (below sp,
+//!   (age - sp) / sp * dirty), removed over P_TIME_S = 4 s (P), plus an integral of the same
+//!   over I_TIME_S = 20 s that absorbs any bias of the measured demand (pages re-dirtied,
+//!   uneven page ages);
+//! - clamp: to the device: 1.1 x device_pages_per_s (a little more than observed, so the
+//!   estimate can grow), and write_cap_pages_per_s if set. io_capacity is not used, except as
+//!   the trickle when the log is idle. Above sp never below the demand (up to the clamp), and
+//!   never zero pages while one is dirty;
+//! - admission: with x = (age - sp) / (async - sp), each commit waits 5 ms * x² (0 at sp, 5 ms
+//!   at the async point), plus 5 ms * x * overload where overload = (demand - device) / device
+//!   (at most 1); past the async point the wait climbs linearly to 50 ms at the sync point.
+//! - LRU: free frames for 1.5 loops of reads plus one 64-page read-ahead extent.
+//!
+//! Why sp = 50% of the async point: the admission ramp needs room between sp and the async
+//! point, and the wider it is the gentler each millisecond of delay per byte of age; the half
+//! of the async point below sp keeps pages dirty long enough to combine writes (seed 002: a
+//! larger log writes less per insert). Higher sp buys some combining and costs room: in the toy
+//! model (`toy.rs`, overloaded 1.5x) sp = 0.6 / 0.75 gave +1% / +3% commits, and a 20 s burst at
+//! 5x the device peaked at 76% / 81% of the log instead of 72% (async at 87.5%). We keep the
+//! room; the benchmarks of issue 4 may move it.
+//!
+//! Why it does better than the others at 1-second resolution: when the workload dirties pages
+//! faster than the device writes them, no flush rate can keep the log from filling; only
+//! slowing the commits can, and none of the classic policies does — they run into the async
+//! and sync points, where commits stop for whole loops (the holes of seeds 000 and 003). Below
+//! that, `fixed` and `innodb55` ignore the age, `estimate` acts only between a quarter and 7/8 of
+//! the log and on the LSN's progress, `keep_average` only on the LSN's progress, and `innodb80`
+//! reacts to the age through io_capacity and io_capacity_max, two guesses, with its page and LSN
+//! rates averaged over flushing_avg_loops. steady measures the demand and the device, so its
+//! rate is about right within one loop, corrects what remains continuously, and when the device
+//! cannot keep up it delays each commit by a few milliseconds, in proportion, long before the
+//! sync point. The price, in the toy model: under overload it commits 7-9% less than the
+//! classic policies, which run the log fuller (more pages dirty, more writes combined) and pay
+//! for it with stalls.
+
+use super::{loop_s, FlushInputs, FlushPlan, FlushPolicy};
+
+/// Set point, as a fraction of the async point.
+pub const SETPOINT_FRAC: f64 = 0.5;
+/// Seconds over which the proportional term removes the age above the set point.
+const P_TIME_S: f64 = 4.0;
+/// Integral time, seconds.
+const I_TIME_S: f64 = 20.0;
+/// Headroom over the observed device rate, so the observation can grow.
+const PROBE: f64 = 1.1;
+/// Commit delay at the async point, and at the sync point.
+const DELAY_AT_ASYNC_US: f64 = 5_000.0;
+const DELAY_AT_SYNC_US: f64 = 50_000.0;
+/// Free frames kept: this many loops of reads, plus one read-ahead extent.
+const LRU_LOOPS: f64 = 1.5;
+const LRU_EXTENT: u64 = 64;
+
+#[derive(Clone, Debug, Default)]
+pub struct Steady {
+    /// The integral term, pages/s.
+    integral: f64,
+    /// Fraction of a page carried to the next loop, so short loops do not round to 0.
+    carry: f64,
+}
+
+/// Finite and non-negative, else 0.
+fn sane(x: f64) -> f64 {
+    if x.is_finite() && x > 0.0 {
+        x
+    } else {
+        0.0
+    }
+}
+
+/// The set point, bytes of checkpoint age.
+pub fn setpoint(inp: &FlushInputs) -> f64 {
+    inp.async_point as f64 * SETPOINT_FRAC
+}
+
+/// Pages/s the device can absorb (no headroom); infinite if neither known nor capped.
+fn device_rate(inp: &FlushInputs) -> f64 {
+    let dev = sane(inp.device_pages_per_s);
+    let dev = if dev > 0.0 { dev } else { f64::INFINITY };
+    if inp.write_cap_pages_per_s > 0 {
+        dev.min(inp.write_cap_pages_per_s as f64)
+    } else {
+        dev
+    }
+}
+
+/// Pages/s being newly dirtied.
+pub fn demand(inp: &FlushInputs) -> f64 {
+    sane(inp.redo_rate_avg) * sane(inp.dirtied_per_redo_byte)
+}
+
+/// The commit delay for this loop, microseconds.
+pub fn admission_delay_us(inp: &FlushInputs) -> u64 {
+    let age = inp.checkpoint_age() as f64;
+    let sp = setpoint(inp);
+    let asy = inp.async_point as f64;
+    if age <= sp || asy <= sp {
+        return 0;
+    }
+    let x = (age - sp) / (asy - sp);
+    let dev = device_rate(inp);
+    let overload = if dev.is_finite() && dev > 0.0 {
+        ((demand(inp) - dev) / dev).clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
+    let delay = if x <= 1.0 {
+        DELAY_AT_ASYNC_US * (x * x + x * overload)
+    } else {
+        let sync = (inp.sync_point as f64).max(asy + 1.0);
+        let beyond = ((age - asy) / (sync - asy)).min(1.0);
+        let at_async = DELAY_AT_ASYNC_US * (1.0 + overload);
+        at_async + (DELAY_AT_SYNC_US - at_async).max(0.0) * beyond
+    };
+    delay as u64
+}
+
+/// LRU pages to free this loop.
+pub fn lru_pages(inp: &FlushInputs) -> u64 {
+    let target = (sane(inp.reads_per_s) * loop_s(inp) * LRU_LOOPS).ceil() as u64 + LRU_EXTENT;
+    target.saturating_sub(inp.free_pages).min(inp.data_pages)
+}
+
+impl Steady {
+    /// The flush-list rate, pages/s, updating the integral.
+    fn rate(&mut self, inp: &FlushInputs) -> f64 {
+        let dt = loop_s(inp);
+        let age = inp.checkpoint_age() as f64;
+        let sp = setpoint(inp);
+        let ff = demand(inp);
+        // Above sp: the dirty pages standing for the excess age, taking them spread evenly over
+        // the age. Below: the same fraction of the deficit, so the rate eases off smoothly.
+        let excess_pages = (age - sp) / age.max(sp).max(1.0) * inp.dirty_pages as f64;
+        let cap = device_rate(inp) * PROBE;
+        let raw = ff + excess_pages / P_TIME_S + self.integral;
+        let mut rate = raw.clamp(0.0, cap);
+        // Anti-windup: integrate only when the output is not pinned in the error's direction.
+        let pinned_high = raw >= cap && excess_pages > 0.0;
+        let pinned_low = raw <= 0.0 && excess_pages < 0.0;
+        if !pinned_high && !pinned_low {
+            self.integral += excess_pages / (P_TIME_S * I_TIME_S) * dt;
+        }
+        // The integral corrects a bias of the feed-forward; it never needs more than the device.
+        let bound = if cap.is_finite() {
+            cap
+        } else {
+            ff.max(inp.dirty_pages as f64 / P_TIME_S)
+        };
+        self.integral = self.integral.clamp(-bound, bound);
+        if age > sp {
+            rate = rate.max(ff.min(cap));
+        }
+        if sane(inp.redo_rate_last) == 0.0 && inp.dirty_pages > 0 {
+            // idle log: let the pages trickle out
+            rate = rate.max((inp.io_capacity as f64).min(cap));
+        }
+        rate
+    }
+}
+
+impl FlushPolicy for Steady {
+    fn name(&self) -> &'static str {
+        "steady"
+    }
+
+    fn plan(&mut self, inp: &FlushInputs) -> FlushPlan {
+        let pages = self.rate(inp) * loop_s(inp) + self.carry;
+        let whole = pages.floor();
+        let mut n = whole as u64;
+        self.carry = (pages - whole).clamp(0.0, 1.0);
+        if inp.checkpoint_age() as f64 > setpoint(inp) {
+            n = n.max(1); // never nothing while above the set point
+        }
+        if n >= inp.dirty_pages {
+            n = inp.dirty_pages;
+            self.carry = 0.0;
+        }
+        FlushPlan {
+            flush_list_pages: n,
+            lru_pages: lru_pages(inp),
+            admission_delay_us: admission_delay_us(inp),
+            ..FlushPlan::default()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::{base, with_age};
+    use super::*;
+    use proptest::prelude::*;
+
+    const MIB: u64 = 1 << 20;
+    // base: async 56 MiB -> sp 28 MiB; demand 4e6 / 4000 = 1000 pages/s; device 5000.
+
+    #[test]
+    fn rate_table_first_loop() {
+        // (age, dirty, device, write cap, want pages)
+        let cases = [
+            // at sp: demand only, 1000
+            (28 * MIB, 2_000, 5_000.0, 0, 1_000),
+            // 4 MiB above sp, 2000 dirty over 32 MiB: excess 250 pages -> +62.5 (P; the I
+            // term starts at 0 and counts from the next loop)
+            (32 * MIB, 2_000, 5_000.0, 0, 1_062),
+            // 8 MiB below sp: -8/28 of 2000 = -571.4 pages -> -142.9
+            (20 * MIB, 2_000, 5_000.0, 0, 857),
+            // clamp to 1.1 x device
+            (50 * MIB, 9_000, 500.0, 0, 550),
+            // and to the write cap
+            (50 * MIB, 9_000, 5_000.0, 300, 330),
+            // device unknown: no clamp. excess (50-28)/50*9000 = 3960 -> +990
+            (50 * MIB, 9_000, 0.0, 0, 1_990),
+        ];
+        for (age, dirty, dev, wcap, want) in cases {
+            let mut i = with_age(age);
+            i.dirty_pages = dirty;
+            i.device_pages_per_s = dev;
+            i.write_cap_pages_per_s = wcap;
+            let got = Steady::default().plan(&i).flush_list_pages;
+            assert_eq!(got, want, "age {age} dirty {dirty} dev {dev} cap {wcap}");
+        }
+    }
+
+    #[test]
+    fn admission_table() {
+        // sp 28 MiB, async 56, sync 60. (age, device, want µs)
+        let cases = [
+            (20 * MIB, 5_000.0, 0),
+            (28 * MIB, 5_000.0, 0),
+            (35 * MIB, 5_000.0, 312),    // x = 0.25: 5000 * 0.0625
+            (42 * MIB, 5_000.0, 1_250),  // x = 0.5
+            (56 * MIB, 5_000.0, 5_000),  // at async
+            (42 * MIB, 500.0, 3_750),    // demand 1000 = 2 x device: overload 1 -> + 5000 * 0.5
+            (58 * MIB, 5_000.0, 27_500), // halfway to sync: 5000 + 45000 / 2
+            (60 * MIB, 5_000.0, 50_000),
+            (63 * MIB, 5_000.0, 50_000),
+        ];
+        for (age, dev, want) in cases {
+            let mut i = with_age(age);
+            i.device_pages_per_s = dev;
+            assert_eq!(admission_delay_us(&i), want, "age {age} dev {dev}");
+        }
+    }
+
+    #[test]
+    fn lru_keeps_free_frames_ahead_of_reads() {
+        // (reads/s, elapsed, free, want)
+        for (reads, el, free, want) in [
+            (0.0, 1.0, 999, 0),
+            (0.0, 1.0, 10, 54),
+            (1_000.0, 1.0, 999, 565),
+            (1_000.0, 0.5, 100, 714),
+        ] {
+            let mut i = base();
+            i.reads_per_s = reads;
+            i.elapsed_s = el;
+            i.free_pages = free;
+            assert_eq!(lru_pages(&i), want, "reads {reads} free {free}");
+        }
+    }
+
+    #[test]
+    fn idle_log_trickles_at_io_capacity() {
+        let mut i = with_age(10 * MIB);
+        i.redo_rate_last = 0.0;
+        i.redo_rate_avg = 0.0;
+        assert_eq!(Steady::default().plan(&i).flush_list_pages, 200);
+        i.dirty_pages = 0;
+        assert_eq!(Steady::default().plan(&i).flush_list_pages, 0);
+    }
+
+    #[test]
+    fn short_loops_carry_fractions() {
+        // 10 pages/s in 0.05 s loops: 0.5 page per loop -> 1 page every other loop.
+        let mut i = with_age(28 * MIB);
+        i.redo_rate_avg = 40_000.0;
+        i.elapsed_s = 0.05;
+        let mut p = Steady::default();
+        let total: u64 = (0..20).map(|_| p.plan(&i).flush_list_pages).sum();
+        assert_eq!(total, 10);
+    }
+
+    fn arb_inputs() -> impl Strategy<Value = FlushInputs> {
+        (
+            0u64..64 * MIB,
+            1u64..10_000,
+            0.0f64..1e8,
+            0.0f64..1e-2,
+            0.0f64..1e5,
+            0u64..5_000,
+            0.01f64..3.0,
+        )
+            .prop_map(|(age, dirty, redo, dpb, dev, wcap, el)| {
+                let mut i = with_age(age);
+                i.dirty_pages = dirty;
+                i.redo_rate_avg = redo;
+                i.redo_rate_last = redo;
+                i.dirtied_per_redo_byte = dpb;
+                i.device_pages_per_s = dev;
+                i.write_cap_pages_per_s = wcap;
+                i.elapsed_s = el;
+                i
+            })
+    }
+
+    proptest! {
+        #[test]
+        fn never_zero_above_the_set_point(inp in arb_inputs()) {
+            let plan = Steady::default().plan(&inp);
+            if inp.checkpoint_age() as f64 > setpoint(&inp) {
+                prop_assert!(plan.flush_list_pages >= 1);
+            }
+        }
+
+        #[test]
+        fn within_the_device_and_cap(inp in arb_inputs()) {
+            let plan = Steady::default().plan(&inp);
+            let dt = loop_s(&inp);
+            let cap = device_rate(&inp) * PROBE * dt;
+            // at least one page may go out above the set point
+            prop_assert!(plan.flush_list_pages as f64 <= cap.max(1.0) + 1.0);
+            prop_assert!(plan.flush_list_pages <= inp.dirty_pages);
+        }
+
+        #[test]
+        fn delay_monotonic_in_age(inp in arb_inputs(), a in 0u64..64 * MIB, b in 0u64..64 * MIB) {
+            let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
+            let mut i = inp;
+            i.checkpoint_lsn = i.lsn - lo;
+            let d_lo = admission_delay_us(&i);
+            i.checkpoint_lsn = i.lsn - hi;
+            prop_assert!(d_lo <= admission_delay_us(&i));
+            prop_assert!(admission_delay_us(&i) <= DELAY_AT_SYNC_US as u64);
+        }
+
+        #[test]
+        fn rate_monotonic_in_age(inp in arb_inputs(), a in 0u64..64 * MIB, b in 0u64..64 * MIB) {
+            let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
+            let mut i = inp;
+            i.checkpoint_lsn = i.lsn - lo;
+            let r_lo = Steady::default().plan(&i).flush_list_pages;
+            i.checkpoint_lsn = i.lsn - hi;
+            prop_assert!(r_lo <= Steady::default().plan(&i).flush_list_pages);
+        }
+    }
+}

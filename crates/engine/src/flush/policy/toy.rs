@@ -1,0 +1,316 @@
+//! toy: a pure, deterministic closed-loop model to run the policies against (tests only): a
+//! redo log of capacity C with its async (7/8) and sync (15/16) points, a device that writes D
+//! pages/s, and closed-loop clients whose commits each wait `admission_delay_us`.
+//!
+//! Time advances in 100 ms ticks; the policy plans once per second (every policy is treated as
+//! a 1-second loop here, `next_loop_ms` is ignored). Per tick: flush (past the async point the
+//! whole device goes to forced flushing; at or past the sync point commits stop too — the
+//! classic stall), then the clients commit. Flushing f of n dirty pages moves the checkpoint by
+//! f / n of the age (dirty pages spread evenly over the age). A commit writes `redo_per_txn`
+//! bytes and newly dirties `pages_per_txn` pages times the clean fraction of the pool (pages
+//! already dirty are combined). With N clients and an offered rate W (commits/s with no
+//! delay), a delay d gives W / (1 + W d / N) commits/s.
+
+use super::{FlushInputs, FlushPolicy};
+
+pub const TICKS: usize = 10;
+
+#[derive(Clone, Debug)]
+pub struct Params {
+    pub log_capacity: u64,
+    pub device_pages_per_s: f64,
+    pub pool_pages: u64,
+    pub clients: f64,
+    pub redo_per_txn: f64,
+    pub pages_per_txn: f64,
+    pub io_capacity: u64,
+    pub io_capacity_max: u64,
+    pub max_dirty_pages_pct: f64,
+    pub avg_loops: usize,
+}
+
+impl Default for Params {
+    fn default() -> Self {
+        Params {
+            log_capacity: 256 << 20,
+            device_pages_per_s: 2_000.0,
+            pool_pages: 200_000,
+            clients: 16.0,
+            redo_per_txn: 2_000.0,
+            pages_per_txn: 0.5,
+            io_capacity: 1_000,
+            io_capacity_max: 2_000,
+            max_dirty_pages_pct: 90.0,
+            avg_loops: 5,
+        }
+    }
+}
+
+impl Params {
+    /// Offered commits/s that would dirty `k` times what the device writes (clean pool).
+    pub fn offered(&self, k: f64) -> f64 {
+        k * self.device_pages_per_s / self.pages_per_txn
+    }
+}
+
+/// What a run measured.
+#[derive(Clone, Debug, Default)]
+pub struct Outcome {
+    /// Commits per second.
+    pub tput: Vec<f64>,
+    pub max_age_frac: f64,
+    pub ticks_past_async: usize,
+    pub ticks_at_sync: usize,
+    pub max_delay_us: u64,
+}
+
+impl Outcome {
+    pub fn mean(&self) -> f64 {
+        self.tput.iter().sum::<f64>() / self.tput.len().max(1) as f64
+    }
+    pub fn min(&self) -> f64 {
+        self.tput.iter().copied().fold(f64::INFINITY, f64::min)
+    }
+    /// The 1st-percentile second.
+    pub fn p1(&self) -> f64 {
+        let mut v = self.tput.clone();
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 100).copied().unwrap_or(0.0)
+    }
+    pub fn cv(&self) -> f64 {
+        let m = self.mean();
+        let var = self.tput.iter().map(|x| (x - m) * (x - m)).sum::<f64>()
+            / self.tput.len().max(1) as f64;
+        var.sqrt() / m.max(1e-9)
+    }
+    pub fn row(&self, name: &str) -> String {
+        let m = self.mean();
+        format!(
+            "{name:<13} mean {m:7.0}/s  min {:4.2}  p1 {:4.2}  cv {:4.2}  max age {:5.1}%  ticks>=async {:4}  ticks@sync {:4}  max delay {:5} us",
+            self.min() / m.max(1e-9),
+            self.p1() / m.max(1e-9),
+            self.cv(),
+            100.0 * self.max_age_frac,
+            self.ticks_past_async,
+            self.ticks_at_sync,
+            self.max_delay_us,
+        )
+    }
+}
+
+struct State {
+    lsn: f64,
+    age: f64,
+    dirty: f64,
+    redo_hist: Vec<f64>,
+    new_dirty_last: f64,
+    flushed_last: f64,
+    forced_last: f64,
+    dpb: f64,
+}
+
+fn inputs(p: &Params, s: &State) -> FlushInputs {
+    let cap = p.log_capacity;
+    let redo_last = s.redo_hist.last().copied().unwrap_or(0.0);
+    let n = s.redo_hist.len().min(p.avg_loops).max(1);
+    let redo_avg = s.redo_hist.iter().rev().take(n).sum::<f64>() / n as f64;
+    let free = p.pool_pages / 20;
+    FlushInputs {
+        elapsed_s: 1.0,
+        lsn: s.lsn as u64,
+        checkpoint_lsn: (s.lsn - s.age).max(0.0) as u64,
+        log_capacity: cap,
+        async_point: cap / 8 * 7,
+        sync_point: cap / 16 * 15,
+        redo_rate_last: redo_last,
+        redo_rate_avg: redo_avg,
+        dirty_pages: s.dirty as u64,
+        data_pages: p.pool_pages - free,
+        free_pages: free,
+        total_pages: p.pool_pages,
+        flushed_last: s.flushed_last as u64,
+        flushed_avg: s.flushed_last,
+        dirtied_per_redo_byte: s.dpb,
+        device_pages_per_s: p.device_pages_per_s,
+        reads_per_s: 0.0,
+        io_capacity: p.io_capacity,
+        io_capacity_max: p.io_capacity_max,
+        max_dirty_pages_pct: p.max_dirty_pages_pct,
+        max_dirty_pages_pct_lwm: 10.0,
+        adaptive_flushing_lwm: 10.0,
+        flushing_avg_loops: p.avg_loops as u64,
+        lru_scan_depth: 0,
+        write_cap_pages_per_s: 0,
+        lru_flushed_last: 0,
+        foreground_flushed_last: s.forced_last as u64,
+        dirty_age_mean: 0.0,
+        doublewrite: true,
+    }
+}
+
+/// Runs `policy` through `phases` of (seconds, offered commits/s).
+pub fn run(policy: &mut dyn FlushPolicy, p: &Params, phases: &[(usize, f64)]) -> Outcome {
+    let cap = p.log_capacity as f64;
+    let (async_pt, sync_pt) = (
+        (p.log_capacity / 8 * 7) as f64,
+        (p.log_capacity / 16 * 15) as f64,
+    );
+    let dt = 1.0 / TICKS as f64;
+    let budget = p.device_pages_per_s * dt;
+    let pool = p.pool_pages as f64;
+    let mut s = State {
+        lsn: 1e6,
+        age: 0.0,
+        dirty: 0.0,
+        redo_hist: Vec::new(),
+        new_dirty_last: 0.0,
+        flushed_last: 0.0,
+        forced_last: 0.0,
+        dpb: 0.0,
+    };
+    let mut out = Outcome::default();
+    for &(secs, offered) in phases {
+        for _ in 0..secs {
+            let plan = policy.plan(&inputs(p, &s));
+            out.max_delay_us = out.max_delay_us.max(plan.admission_delay_us);
+            let delay_s = plan.admission_delay_us as f64 / 1e6;
+            let rate = offered / (1.0 + offered * delay_s / p.clients);
+            let share = plan.flush_list_pages as f64 / TICKS as f64;
+            let (mut txns, mut redo, mut flushed, mut forced) = (0.0, 0.0, 0.0, 0.0);
+            s.new_dirty_last = 0.0;
+            for _ in 0..TICKS {
+                let stalled = s.age >= sync_pt;
+                let f = if s.age >= async_pt {
+                    out.ticks_past_async += 1;
+                    forced += budget.min(s.dirty);
+                    budget.min(s.dirty)
+                } else {
+                    let f = share.min(budget).min(s.dirty);
+                    flushed += f;
+                    f
+                };
+                if s.dirty > 0.0 {
+                    s.age -= s.age * (f / s.dirty);
+                }
+                s.dirty -= f;
+                let t = if stalled {
+                    out.ticks_at_sync += 1;
+                    0.0
+                } else {
+                    rate * dt
+                };
+                let r = t * p.redo_per_txn;
+                let nd = t * p.pages_per_txn * (1.0 - s.dirty / pool).max(0.0);
+                s.lsn += r;
+                s.age += r;
+                s.dirty += nd;
+                s.new_dirty_last += nd;
+                txns += t;
+                redo += r;
+                out.max_age_frac = out.max_age_frac.max(s.age / cap);
+            }
+            s.redo_hist.push(redo);
+            if redo > 0.0 {
+                s.dpb = s.new_dirty_last / redo;
+            }
+            s.flushed_last = flushed;
+            s.forced_last = forced;
+            out.tput.push(txns);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::make;
+    use super::*;
+
+    fn scenarios(p: &Params) -> Vec<(&'static str, Vec<(usize, f64)>)> {
+        vec![
+            ("under: 0.7 x device", vec![(300, p.offered(0.7))]),
+            ("over: 1.5 x device", vec![(300, p.offered(1.5))]),
+            ("far over: 3 x device", vec![(300, p.offered(3.0))]),
+            (
+                "steps 0.5/1.5/0.7",
+                vec![
+                    (100, p.offered(0.5)),
+                    (100, p.offered(1.5)),
+                    (100, p.offered(0.7)),
+                ],
+            ),
+            (
+                "burst 0.5/5 (20 s)/0.5",
+                vec![
+                    (100, p.offered(0.5)),
+                    (20, p.offered(5.0)),
+                    (180, p.offered(0.5)),
+                ],
+            ),
+            (
+                "steps 0.3/3/0.3",
+                vec![
+                    (100, p.offered(0.3)),
+                    (100, p.offered(3.0)),
+                    (100, p.offered(0.3)),
+                ],
+            ),
+        ]
+    }
+
+    #[test]
+    fn steady_holds_the_log_and_the_throughput() {
+        let p = Params::default();
+        for (label, phases) in scenarios(&p) {
+            let mut pol = make("steady").expect("steady exists");
+            let o = run(pol.as_mut(), &p, &phases);
+            println!("[{label}] {}", o.row("steady"));
+            assert_eq!(o.ticks_past_async, 0, "{label}: reached the async point");
+            assert_eq!(o.ticks_at_sync, 0, "{label}: reached the sync point");
+            assert!(o.max_age_frac < 7.0 / 8.0, "{label}");
+            // per phase: the offered load itself changes between phases
+            let mut start = 0;
+            for &(secs, _) in &phases {
+                let ph = Outcome {
+                    tput: o.tput[start..start + secs].to_vec(),
+                    ..Outcome::default()
+                };
+                assert!(
+                    ph.min() >= 0.5 * ph.mean(),
+                    "{label} @{start}s: min {} mean {}",
+                    ph.min(),
+                    ph.mean()
+                );
+                start += secs;
+            }
+        }
+    }
+
+    #[test]
+    fn the_same_toy_for_every_policy_figures_only() {
+        let p = Params::default();
+        for (label, phases) in scenarios(&p) {
+            println!(
+                "[{label}]  D = {} pages/s, log {} MiB, io_capacity {}/{}",
+                p.device_pages_per_s,
+                p.log_capacity >> 20,
+                p.io_capacity,
+                p.io_capacity_max
+            );
+            for name in super::super::POLICY_NAMES {
+                let mut pol = make(name).expect("listed");
+                let o = run(pol.as_mut(), &p, &phases);
+                println!("  {}", o.row(name));
+            }
+        }
+    }
+
+    #[test]
+    fn deterministic() {
+        let p = Params::default();
+        let phases = [(50, p.offered(1.5))];
+        let a = run(make("steady").expect("steady").as_mut(), &p, &phases).tput;
+        let b = run(make("steady").expect("steady").as_mut(), &p, &phases).tput;
+        assert_eq!(a, b);
+    }
+}
