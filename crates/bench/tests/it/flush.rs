@@ -38,14 +38,9 @@ fn tpcc_args<'a>(dir: &'a str, out: &'a str, extra: &[&'a str]) -> Vec<&'a str> 
         "--interval",
         "1",
         "--set",
-        "buffer_pool_size=64M",
+        "buffer_pool_size=8M",
         "--set",
         "log_file_size=4M",
-        // Engine bug seen here (h-wb, 0c8982a): with read-ahead on, a read-ahead thread and a
-        // client sometimes panic in buffer/mod.rs ("free frame N is latched", "create of page
-        // N that is already in the pool"); off until the engine fixes it.
-        "--set",
-        "read_ahead=none",
         "--quiet",
         "--json",
         "--dir",
@@ -325,11 +320,9 @@ fn insert_applies_a_schedule_and_reuses_its_load() {
             "--steps",
             steps,
             "--set",
-            "buffer_pool_size=64M",
+            "buffer_pool_size=8M",
             "--set",
             "log_file_size=4M",
-            "--set",
-            "read_ahead=none",
             "--at",
             at,
             "--quiet",
