@@ -3,17 +3,19 @@
 //! them. Arguments are checked before anything is loaded; every mistake is a
 //! `BenchError::Usage` that names the argument and what it accepts.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
 
 use crate::error::{BenchError, BenchResult};
+use crate::insert::step::Step;
 use crate::run::insert::{run_insert, InsertOptions};
 pub use crate::run::kv::args::KvArgs;
 use crate::run::kv::run_kv_bench;
-use crate::run::sweep::{run_sweep_with, SweepOutput, Varied};
-use crate::run::tpcc::{run_tpcc, TpccOptions};
-use crate::run::{CommonOptions, EngineSpec, RunOutput};
+use crate::run::schedule::parse_schedule;
+use crate::run::sweep::{run_sweep_with, LoadOnce, SweepOutput, Varied};
+use crate::run::tpcc::{prepare_tpcc, run_tpcc, TpccOptions};
+use crate::run::{CommonOptions, DataDir, EngineSpec, RunOutput};
 use crate::tpcc::input::Mix;
 
 /// Options shared by every workload.
@@ -22,13 +24,17 @@ pub struct CommonArgs {
     /// Engine to drive: evenkeel, or model (the in-memory test engine).
     #[arg(long, default_value = "evenkeel")]
     pub engine: String,
-    /// Data directory; loads when it holds no data. A fresh temporary directory when absent.
+    /// Data directory, kept after the run. Reused when it holds data: tpcc runs on the
+    /// warehouses already loaded, insert reloads only when --steps includes l.i0, so several
+    /// settings can be compared on the same data. A fresh temporary directory when absent.
     #[arg(long)]
     pub dir: Option<PathBuf>,
     /// Engine configuration file (TOML).
     #[arg(long)]
     pub config: Option<PathBuf>,
-    /// Engine option as name=value, applied after --config; repeatable.
+    /// Engine option as name=value, applied after --config; repeatable. An IO-bound setup is
+    /// e.g. --set buffer_pool_size=64M --set log_file_size=4M (evenkeel's default log buffer
+    /// then shrinks to a quarter of the log unless set too).
     #[arg(long = "set", value_name = "NAME=VALUE")]
     pub set: Vec<String>,
     /// Results directory [default: ./evenkeel-results/<workload>-<timestamp>].
@@ -43,11 +49,15 @@ pub struct CommonArgs {
     /// Seed of the workload's random numbers.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Change an engine option while running, TIME after the start of the measured phase
+    /// (90, 90s, 2m, 1m30s); e.g. --at 60s:set adaptive_flushing=steady. Repeatable.
+    #[arg(long = "at", value_name = "TIME:set NAME=VALUE")]
+    pub at: Vec<String>,
 }
 
 impl CommonArgs {
-    pub fn options(&self) -> CommonOptions {
-        CommonOptions {
+    pub fn options(&self) -> BenchResult<CommonOptions> {
+        Ok(CommonOptions {
             engine: EngineSpec {
                 engine: self.engine.clone(),
                 config: self.config.clone(),
@@ -58,7 +68,8 @@ impl CommonArgs {
             json: self.json,
             quiet: self.quiet,
             seed: self.seed,
-        }
+            schedule: parse_schedule(&self.at)?,
+        })
     }
 }
 
@@ -96,7 +107,7 @@ impl TpccArgs {
     pub fn options(&self) -> BenchResult<TpccOptions> {
         let mix = Mix::parse(&self.mix).map_err(|e| BenchError::Usage(format!("--mix: {e}")))?;
         let o = TpccOptions {
-            common: self.common.options(),
+            common: self.common.options()?,
             warehouses: self.warehouses,
             connections: self.connections,
             duration_s: self.duration,
@@ -145,7 +156,7 @@ pub struct InsertArgs {
 impl InsertArgs {
     pub fn options(&self) -> BenchResult<InsertOptions> {
         let o = InsertOptions {
-            common: self.common.options(),
+            common: self.common.options()?,
             clients: self.clients,
             rows_i0: self.rows,
             rows_i1: self.rows_i1,
@@ -178,13 +189,18 @@ pub enum SweepCommand {
     Tpcc {
         #[command(flatten)]
         args: TpccArgs,
-        /// Setting to vary: an engine option or a workload argument, with its values.
+        /// Setting to vary: an engine option or a workload argument, with its values. Unless
+        /// it shapes the data (warehouses, or an option fixed at create such as
+        /// log_file_size), the data is loaded once into <dir>/template (kept with --dir, so the
+        /// next sweep loads nothing) and each run starts from a fresh copy of it.
         #[arg(long, value_name = "NAME=V1,V2,...")]
         vary: String,
     },
     Insert {
         #[command(flatten)]
         args: InsertArgs,
+        /// Setting to vary. Unless it is clients, rows or an option fixed at create, l.i0 and
+        /// l.x run once into <dir>/template and each run does the other steps on a copy.
         #[arg(long, value_name = "NAME=V1,V2,...")]
         vary: String,
     },
@@ -199,30 +215,73 @@ pub fn run_bench(cmd: &BenchCommand) -> BenchResult<RunOutput> {
     }
 }
 
-/// Run a sweep: one run per value, then one table and overlaid charts.
+/// Steps as `--steps` text.
+fn steps_arg(steps: &[Step]) -> String {
+    steps.iter().map(|s| s.name()).collect::<Vec<_>>().join(",")
+}
+
+/// Run a sweep: one run per value, then one table and overlaid charts. When the varied
+/// setting does not shape the data, the data is loaded once and copied per run (see
+/// `run::sweep`).
 pub fn run_sweep(cmd: &SweepCommand) -> BenchResult<SweepOutput> {
     match cmd {
         SweepCommand::Tpcc { args, vary } => {
             let v = Varied::parse(vary)?;
             let base = args.options()?;
-            run_sweep_with("tpcc", &v, &base.common, |value, out, dir| {
+            let load = |dir: &Path, _out: &Path| -> BenchResult<()> {
                 let mut a = args.clone();
-                a.common.out = Some(out);
-                a.common.dir = dir;
-                v.apply_tpcc(&mut a, value)?;
-                run_tpcc(&a.options()?)
-            })
+                a.common.dir = Some(dir.to_path_buf());
+                a.common.at.clear();
+                prepare_tpcc(&a.options()?).map(|_| ())
+            };
+            let shared = v.shares_tpcc_load(&base.common.engine.engine);
+            run_sweep_with(
+                "tpcc",
+                &v,
+                &base.common,
+                shared.then_some(&load as LoadOnce<'_>),
+                |value, out, dir| {
+                    let mut a = args.clone();
+                    a.common.out = Some(out);
+                    a.common.dir = dir;
+                    v.apply_tpcc(&mut a, value)?;
+                    run_tpcc(&a.options()?)
+                },
+            )
         }
         SweepCommand::Insert { args, vary } => {
             let v = Varied::parse(vary)?;
             let base = args.options()?;
-            run_sweep_with("insert", &v, &base.common, |value, out, dir| {
+            let (load_steps, run_steps): (Vec<Step>, Vec<Step>) =
+                base.steps.iter().partition(|s| s.is_load());
+            let shared = v.shares_insert_load(&base.common.engine.engine, &base.steps);
+            let load = |dir: &Path, out: &Path| -> BenchResult<()> {
+                if load_steps.is_empty() {
+                    return DataDir::new(Some(dir)).map(|_| ());
+                }
                 let mut a = args.clone();
-                a.common.out = Some(out);
-                a.common.dir = dir;
-                v.apply_insert(&mut a, value)?;
-                run_insert(&a.options()?)
-            })
+                a.common.dir = Some(dir.to_path_buf());
+                a.common.out = Some(out.join("load"));
+                a.common.at.clear();
+                a.steps = steps_arg(&load_steps);
+                run_insert(&a.options()?).map(|_| ())
+            };
+            run_sweep_with(
+                "insert",
+                &v,
+                &base.common,
+                shared.then_some(&load as LoadOnce<'_>),
+                |value, out, dir| {
+                    let mut a = args.clone();
+                    a.common.out = Some(out);
+                    a.common.dir = dir;
+                    if shared {
+                        a.steps = steps_arg(&run_steps);
+                    }
+                    v.apply_insert(&mut a, value)?;
+                    run_insert(&a.options()?)
+                },
+            )
         }
     }
 }

@@ -3,7 +3,8 @@
 //! (`tpcc`) and Mark Callaghan's insert benchmark (`insert`). A sampler takes one row per
 //! second (throughput, latency percentiles, engine status, process and device I/O); `report`
 //! turns the rows into summary.json, timeseries.csv and a self-contained report.html; `cli`
-//! holds the clap arguments and run functions the `evenkeel` binary mounts.
+//! holds the clap arguments and run functions the `evenkeel` binary mounts. `--at TIME:set
+//! NAME=VALUE` changes an engine option mid-run (`run::schedule`, `Driver::set_option`).
 //!
 //! Layers, lowest first: `error, codec, driver, recorder` → `tpcc, insert, sampler` →
 //! `stability, report` → `run, cli`. Workloads never know which engine they drive.

@@ -41,8 +41,26 @@ pub trait Driver: Send + Sync {
     fn stats(&self) -> EngineStats;
     /// The engine's effective configuration, for the report.
     fn config(&self) -> Vec<(String, String)>;
+    /// Change an option on the open engine (a `--at TIME:set NAME=VALUE` schedule). Engines
+    /// that cannot say so; the error names the engine.
+    fn set_option(&self, name: &str, value: &str) -> DriverResult<()> {
+        let _ = value;
+        Err(unsupported_set(self.name(), name))
+    }
+    /// Whether `set_option(name, value)` would be accepted, without changing anything, so a
+    /// bad schedule fails before a long load. Same default as `set_option`.
+    fn check_option(&self, name: &str, value: &str) -> DriverResult<()> {
+        let _ = value;
+        Err(unsupported_set(self.name(), name))
+    }
     /// Flush and close. Called once at the end of a run.
     fn close(&self) -> DriverResult<()>;
+}
+
+fn unsupported_set(engine: &str, name: &str) -> DriverError {
+    DriverError::fatal(format!(
+        "the {engine} engine cannot change options while running (asked to set {name})"
+    ))
 }
 
 /// A transaction with read-your-writes. Dropping it without commit rolls it back.
@@ -67,24 +85,50 @@ pub trait DriverTxn: Send {
 }
 
 /// Engine status sampled each second. Counters are cumulative since open (the sampler takes
-/// differences); gauges are current values. `None` means the engine does not expose it.
+/// differences); gauges are current values. `None` means the engine does not expose it, so a
+/// peer fills what it has and the report says "no data" for the rest.
+///
+/// Pages flushed are split by who wrote them: the background flusher's policy (flush lists,
+/// i.e. checkpoint order), LRU-tail cleaning, and three kinds of foreground writes done by user
+/// threads — at the checkpoint's sync point, past the dirty-page limit, and a single page
+/// written to free a frame. Stall time is split the same way.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct EngineStats {
     pub checkpoint_age_bytes: Option<u64>,
     pub checkpoint_age_pct: Option<f64>,
     pub dirty_pct: Option<f64>,
-    /// Pages written by the flush-list (checkpoint) flusher, cumulative.
+    /// The flush policy in force (evenkeel's adaptive_flushing), a gauge.
+    pub flush_policy: Option<String>,
+    /// Pages written by the background flusher's policy from the flush lists, cumulative.
     pub pages_flushed_list: Option<u64>,
-    /// Pages written from the LRU tail, cumulative.
+    /// Pages written by background LRU-tail cleaning, cumulative.
     pub pages_flushed_lru: Option<u64>,
-    /// Pages written synchronously by foreground threads, cumulative.
+    /// Pages written by committing threads at the checkpoint's sync point, cumulative.
     pub pages_flushed_sync: Option<u64>,
-    /// Time foreground threads spent stalled on flushing or admission, cumulative.
+    /// Pages written by committing threads while the dirty-page limit is exceeded, cumulative.
+    pub pages_flushed_max_dirty: Option<u64>,
+    /// Dirty pages a user thread wrote itself to get a free frame ("single page flush").
+    pub pages_flushed_single_page: Option<u64>,
+    /// Time foreground threads spent stalled on flushing of any kind, cumulative (the sum of
+    /// the kinds below when the engine splits it).
     pub stall_us: Option<u64>,
+    /// Stall at the checkpoint's sync point, cumulative.
+    pub stall_sync_us: Option<u64>,
+    /// Stall flushing past the dirty-page limit, cumulative.
+    pub stall_max_dirty_us: Option<u64>,
+    /// Stall waiting for a free frame, cumulative.
+    pub stall_free_frame_us: Option<u64>,
+    /// Commit admission delay served by all threads, cumulative.
+    pub admission_delay_us: Option<u64>,
+    /// Admission delay currently asked of each commit, a gauge.
+    pub admission_delay_now_us: Option<u64>,
     pub pages_read: Option<u64>,
     pub pages_written: Option<u64>,
     pub read_ahead_pages: Option<u64>,
     pub read_ahead_evicted_unused: Option<u64>,
+    /// Bytes written to the redo log and its fsyncs, cumulative.
+    pub log_bytes_written: Option<u64>,
+    pub log_fsyncs: Option<u64>,
     /// Anything else the engine exposes, by its own name.
     pub extra: BTreeMap<String, f64>,
 }

@@ -49,6 +49,11 @@ impl Step {
     pub fn is_insert(self) -> bool {
         matches!(self, Step::LoadI0 | Step::InsertI1 | Step::InsertI2)
     }
+
+    /// The steps that build the data the others run on (l.i0, l.x): a sweep loads them once.
+    pub fn is_load(self) -> bool {
+        matches!(self, Step::LoadI0 | Step::BuildIndexes)
+    }
 }
 
 /// Parse a comma-separated step list, keeping the benchmark's order.

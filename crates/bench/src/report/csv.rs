@@ -2,81 +2,150 @@
 //! engine does not expose, and the run's config hash in every row so rows from several runs can
 //! be concatenated and told apart. Per-kind columns follow the fixed ones
 //! (`<kind>_count, <kind>_p95_ms, <kind>_p99_ms, <kind>_max_ms`). `read` parses the same format
-//! back, so a report can be drawn again from a recorded series.
+//! back by column name, so a report can be drawn again from a recorded series, files written
+//! before a column was added still read (the cell stays empty), and unknown columns are skipped.
+//! Text cells (phase, flush policy, event) never hold a comma: commas become `;`.
 
+use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use crate::error::{BenchError, BenchResult};
 use crate::sampler::{KindInterval, SampleRow};
 
-const FIXED: [&str; 29] = [
-    "t_s",
-    "phase",
-    "excluded",
-    "ops",
-    "ops_all",
-    "retries",
-    "failed",
-    "lat_p50_ms",
-    "lat_p95_ms",
-    "lat_p99_ms",
-    "lat_max_ms",
-    "checkpoint_age_bytes",
-    "checkpoint_age_pct",
-    "dirty_pct",
-    "flushed_list_pages",
-    "flushed_lru_pages",
-    "flushed_sync_pages",
-    "stall_ms",
-    "pages_read",
-    "pages_written",
-    "cpu_pct",
-    "rss_bytes",
-    "io_read_bytes",
-    "io_write_bytes",
-    "dev_reads",
-    "dev_writes",
-    "dev_read_bytes",
-    "dev_write_bytes",
-    "size_bytes",
-];
-
-fn opt<T: ToString>(v: Option<T>) -> String {
-    v.map_or(String::new(), |v| v.to_string())
+/// A value that fits in one cell.
+trait Cell: Sized {
+    fn to_cell(&self) -> String;
+    /// `None` when the text is not a value of this type.
+    fn from_cell(s: &str) -> Option<Self>;
 }
 
-fn cells(r: &SampleRow) -> [String; 29] {
-    [
-        r.t_s.to_string(),
-        r.phase.clone(),
-        u8::from(r.excluded).to_string(),
-        r.ops.to_string(),
-        r.ops_all.to_string(),
-        r.retries.to_string(),
-        r.failed.to_string(),
-        format!("{:.3}", r.lat_p50_ms),
-        format!("{:.3}", r.lat_p95_ms),
-        format!("{:.3}", r.lat_p99_ms),
-        format!("{:.3}", r.lat_max_ms),
-        opt(r.checkpoint_age_bytes),
-        opt(r.checkpoint_age_pct.map(|v| format!("{v:.2}"))),
-        opt(r.dirty_pct.map(|v| format!("{v:.2}"))),
-        opt(r.flushed_list_pages),
-        opt(r.flushed_lru_pages),
-        opt(r.flushed_sync_pages),
-        opt(r.stall_ms.map(|v| format!("{v:.3}"))),
-        opt(r.pages_read),
-        opt(r.pages_written),
-        format!("{:.1}", r.cpu_pct),
-        r.rss_bytes.to_string(),
-        r.io_read_bytes.to_string(),
-        r.io_write_bytes.to_string(),
-        opt(r.dev_reads),
-        opt(r.dev_writes),
-        opt(r.dev_read_bytes),
-        opt(r.dev_write_bytes),
-        opt(r.size_bytes),
-    ]
+impl Cell for u64 {
+    fn to_cell(&self) -> String {
+        self.to_string()
+    }
+    fn from_cell(s: &str) -> Option<Self> {
+        s.parse().ok()
+    }
+}
+
+impl Cell for f64 {
+    fn to_cell(&self) -> String {
+        format!("{self:.3}")
+    }
+    fn from_cell(s: &str) -> Option<Self> {
+        s.parse().ok()
+    }
+}
+
+impl Cell for bool {
+    fn to_cell(&self) -> String {
+        u8::from(*self).to_string()
+    }
+    fn from_cell(s: &str) -> Option<Self> {
+        match s {
+            "1" => Some(true),
+            "0" => Some(false),
+            _ => None,
+        }
+    }
+}
+
+impl Cell for String {
+    fn to_cell(&self) -> String {
+        self.replace(',', ";").replace(['\n', '\r'], " ")
+    }
+    fn from_cell(s: &str) -> Option<Self> {
+        Some(s.to_string())
+    }
+}
+
+/// Empty cell for `None`; an empty or unparsable cell reads back as `None`.
+impl<T: Cell> Cell for Option<T> {
+    fn to_cell(&self) -> String {
+        self.as_ref().map_or(String::new(), Cell::to_cell)
+    }
+    fn from_cell(s: &str) -> Option<Self> {
+        if s.is_empty() {
+            Some(None)
+        } else {
+            T::from_cell(s).map(Some)
+        }
+    }
+}
+
+/// One fixed column: its name, how to write it, how to read it into a row.
+struct Column {
+    name: &'static str,
+    get: fn(&SampleRow) -> String,
+    put: fn(&mut SampleRow, &str) -> bool,
+}
+
+macro_rules! columns {
+    ($($field:ident),* $(,)?) => {
+        const COLUMNS: &[Column] = &[$(
+            Column {
+                name: stringify!($field),
+                get: |r| Cell::to_cell(&r.$field),
+                put: |r, s| match Cell::from_cell(s) {
+                    Some(v) => {
+                        r.$field = v;
+                        true
+                    }
+                    None => false,
+                },
+            },
+        )*];
+    };
+}
+
+columns!(
+    t_s,
+    phase,
+    excluded,
+    ops,
+    ops_all,
+    retries,
+    failed,
+    lat_p50_ms,
+    lat_p95_ms,
+    lat_p99_ms,
+    lat_max_ms,
+    checkpoint_age_bytes,
+    checkpoint_age_pct,
+    dirty_pct,
+    flush_policy,
+    flushed_list_pages,
+    flushed_lru_pages,
+    flushed_sync_pages,
+    flushed_max_dirty_pages,
+    flushed_single_page_pages,
+    stall_ms,
+    stall_sync_ms,
+    stall_max_dirty_ms,
+    stall_free_frame_ms,
+    admission_delay_ms,
+    admission_delay_now_us,
+    pages_read,
+    pages_written,
+    read_ahead_pages,
+    read_ahead_evicted_unused,
+    log_write_bytes,
+    log_fsyncs,
+    cpu_pct,
+    rss_bytes,
+    io_read_bytes,
+    io_write_bytes,
+    dev_reads,
+    dev_writes,
+    dev_read_bytes,
+    dev_write_bytes,
+    size_bytes,
+    event,
+);
+
+/// The names of the fixed columns, in file order (the per-kind columns and config_hash follow).
+pub fn column_names() -> Vec<&'static str> {
+    COLUMNS.iter().map(|c| c.name).collect()
 }
 
 /// The CSV text of `rows`, tagged with `config_hash`.
@@ -85,13 +154,14 @@ pub fn render(rows: &[SampleRow], config_hash: &str) -> String {
         .first()
         .map(|r| r.kinds.iter().map(|k| k.name.to_lowercase()).collect())
         .unwrap_or_default();
-    let mut out = FIXED.join(",");
+    let mut out = column_names().join(",");
     for k in &kinds {
         let _ = write!(out, ",{k}_count,{k}_p95_ms,{k}_p99_ms,{k}_max_ms");
     }
     out.push_str(",config_hash\n");
     for r in rows {
-        out.push_str(&cells(r).join(","));
+        let cells: Vec<String> = COLUMNS.iter().map(|c| (c.get)(r)).collect();
+        out.push_str(&cells.join(","));
         for k in &r.kinds {
             let _ = write!(
                 out,
@@ -108,6 +178,53 @@ fn bad(line: usize, what: &str) -> BenchError {
     BenchError::Data(format!("timeseries.csv line {line}: {what}"))
 }
 
+/// Where each known column sits in a header.
+struct Layout {
+    fixed: Vec<(usize, &'static Column)>,
+    /// Kind name (upper case) and the index of its `_count` column.
+    kinds: Vec<(String, usize)>,
+    hash: usize,
+    width: usize,
+}
+
+fn layout(header: &[&str]) -> BenchResult<Layout> {
+    let by_name: HashMap<&str, &'static Column> = COLUMNS.iter().map(|c| (c.name, c)).collect();
+    let mut fixed = Vec::new();
+    let mut kinds = Vec::new();
+    let mut hash = None;
+    let mut i = 0;
+    while i < header.len() {
+        let h = header[i];
+        if let Some(c) = by_name.get(h) {
+            fixed.push((i, *c));
+        } else if h == "config_hash" {
+            hash = Some(i);
+        } else if let Some(k) = h.strip_suffix("_count") {
+            let rest = ["_p95_ms", "_p99_ms", "_max_ms"].map(|s| format!("{k}{s}"));
+            if header.get(i + 1..i + 4)
+                == Some(&rest.iter().map(String::as_str).collect::<Vec<_>>()[..])
+            {
+                kinds.push((k.to_uppercase(), i));
+                i += 3;
+            }
+        }
+        i += 1;
+    }
+    let has = |n: &str| fixed.iter().any(|(_, c)| c.name == n);
+    match hash {
+        Some(hash) if has("t_s") && has("ops") => Ok(Layout {
+            fixed,
+            kinds,
+            hash,
+            width: header.len(),
+        }),
+        _ => Err(bad(
+            1,
+            "not a timeseries.csv header (needs t_s, ops and config_hash)",
+        )),
+    }
+}
+
 /// Parse a timeseries.csv back into rows and the config hash of its first row.
 pub fn read(text: &str) -> BenchResult<(Vec<SampleRow>, String)> {
     let mut lines = text.lines();
@@ -116,43 +233,31 @@ pub fn read(text: &str) -> BenchResult<(Vec<SampleRow>, String)> {
         .ok_or_else(|| bad(1, "empty"))?
         .split(',')
         .collect();
-    if header.get(..FIXED.len()) != Some(&FIXED[..]) || header.last() != Some(&"config_hash") {
-        return Err(bad(1, "not a timeseries.csv header"));
-    }
-    let kind_names: Vec<String> = header[FIXED.len()..header.len() - 1]
-        .chunks(4)
-        .map(|c| c[0].trim_end_matches("_count").to_uppercase())
-        .collect();
+    let l = layout(&header)?;
     let mut rows = Vec::new();
     let mut hash = String::new();
     for (i, line) in lines.enumerate() {
         let n = i + 2;
         let f: Vec<&str> = line.split(',').collect();
-        if f.len() != header.len() {
+        if f.len() != l.width {
             return Err(bad(
                 n,
-                &format!("{} cells, header has {}", f.len(), header.len()),
+                &format!("{} cells, header has {}", f.len(), l.width),
             ));
         }
-        let num = |j: usize| -> BenchResult<f64> {
-            f[j].parse::<f64>()
-                .map_err(|_| bad(n, &format!("bad number in {}", FIXED[j])))
-        };
-        let int = |j: usize| -> BenchResult<u64> {
-            f[j].parse::<u64>()
-                .map_err(|_| bad(n, &format!("bad integer in {}", FIXED[j])))
-        };
-        let oint = |j: usize| -> Option<u64> { f[j].parse().ok() };
-        let onum = |j: usize| -> Option<f64> { f[j].parse().ok() };
-        let mut kinds = Vec::new();
-        for (k, name) in kind_names.iter().enumerate() {
-            let at = FIXED.len() + 4 * k;
+        let mut row = SampleRow::default();
+        for &(j, c) in &l.fixed {
+            if !(c.put)(&mut row, f[j]) {
+                return Err(bad(n, &format!("bad value {:?} in {}", f[j], c.name)));
+            }
+        }
+        for (name, at) in &l.kinds {
             let g = |j: usize| {
                 f[at + j]
                     .parse::<f64>()
-                    .map_err(|_| bad(n, "bad kind cell"))
+                    .map_err(|_| bad(n, &format!("bad cell in {}", header[at + j])))
             };
-            kinds.push(KindInterval {
+            row.kinds.push(KindInterval {
                 name: name.clone(),
                 count: g(0)? as u64,
                 p95_ms: g(1)?,
@@ -161,40 +266,9 @@ pub fn read(text: &str) -> BenchResult<(Vec<SampleRow>, String)> {
             });
         }
         if hash.is_empty() {
-            hash = f[f.len() - 1].to_string();
+            hash = f[l.hash].to_string();
         }
-        rows.push(SampleRow {
-            t_s: int(0)?,
-            phase: f[1].to_string(),
-            excluded: f[2] == "1",
-            ops: int(3)?,
-            ops_all: int(4)?,
-            retries: int(5)?,
-            failed: int(6)?,
-            lat_p50_ms: num(7)?,
-            lat_p95_ms: num(8)?,
-            lat_p99_ms: num(9)?,
-            lat_max_ms: num(10)?,
-            kinds,
-            checkpoint_age_bytes: oint(11),
-            checkpoint_age_pct: onum(12),
-            dirty_pct: onum(13),
-            flushed_list_pages: oint(14),
-            flushed_lru_pages: oint(15),
-            flushed_sync_pages: oint(16),
-            stall_ms: onum(17),
-            pages_read: oint(18),
-            pages_written: oint(19),
-            cpu_pct: num(20)?,
-            rss_bytes: int(21)?,
-            io_read_bytes: int(22)?,
-            io_write_bytes: int(23)?,
-            dev_reads: oint(24),
-            dev_writes: oint(25),
-            dev_read_bytes: oint(26),
-            dev_write_bytes: oint(27),
-            size_bytes: oint(28),
-        });
+        rows.push(row);
     }
     Ok((rows, hash))
 }
@@ -212,6 +286,10 @@ mod tests {
             ops_all: 22,
             lat_p95_ms: 1.5,
             dirty_pct: Some(12.25),
+            flush_policy: Some("steady".into()),
+            flushed_max_dirty_pages: Some(7),
+            stall_sync_ms: Some(0.5),
+            event: Some("set io_capacity=400".into()),
             kinds: vec![KindInterval {
                 name: "NEW_ORDER".into(),
                 count: 10,
@@ -229,5 +307,25 @@ mod tests {
         assert_eq!(hash, "abcd");
         assert_eq!(back, vec![row.clone(), row]);
         assert!(read("nope\n1,2").is_err());
+    }
+
+    #[test]
+    fn reads_older_layouts_and_escapes_commas() {
+        // A file from before the flush-source columns: missing columns stay empty.
+        let text = "t_s,phase,ops,dirty_pct,new_order_count,new_order_p95_ms,new_order_p99_ms,new_order_max_ms,config_hash\n1,run,5,3.5,5,1,2,3,h\n";
+        let (rows, hash) = read(text).expect("parse");
+        assert_eq!(hash, "h");
+        assert_eq!(rows[0].ops, 5);
+        assert_eq!(rows[0].dirty_pct, Some(3.5));
+        assert_eq!(rows[0].flushed_max_dirty_pages, None);
+        assert_eq!(rows[0].kinds[0].name, "NEW_ORDER");
+        let row = SampleRow {
+            event: Some("set a=1, set b=2".into()),
+            ..SampleRow::default()
+        };
+        let (back, _) = read(&render(&[row], "h")).expect("parse");
+        assert_eq!(back[0].event.as_deref(), Some("set a=1; set b=2"));
+        let e = read("t_s,ops,config_hash\n1,x,h\n").expect_err("bad ops");
+        assert!(e.to_string().contains("in ops"), "{e}");
     }
 }

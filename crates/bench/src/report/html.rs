@@ -1,13 +1,16 @@
 //! report.html: one self-contained page (inline SVG and CSS, no scripts, no network) with the
-//! seeds' graphs for one run — throughput per 1 s and per 10 s, checkpoint age and dirty % on two
-//! axes (seed 000), pages flushed per second by source, MB/s read and written, latency
-//! percentiles — followed by seed 002's summary columns, the stability figures, per-transaction
-//! or per-step tables, and the full configuration.
+//! seeds' graphs for one run — throughput per 1 s and per 10 s, checkpoint age (with the async
+//! and sync points) and dirty % on two axes (seed 000), pages flushed per second by source
+//! (policy, LRU, sync point, max dirty, single page), foreground stalls by kind and admission
+//! delay, MB/s read and written, page reads and read-ahead, redo written, latency percentiles,
+//! CPU — with a marker wherever a `--at` schedule changed an option — followed by seed 002's
+//! summary columns, the stability and flushing figures, the changes made while running,
+//! per-transaction or per-step tables, and the full configuration.
 
 use std::fmt::Write as _;
 
 use super::summary::{seed002_columns, Summary};
-use super::svg::{esc, Chart, Series};
+use super::svg::{esc, Axis, Chart, Series};
 use crate::sampler::SampleRow;
 use crate::stability::windows;
 
@@ -47,7 +50,19 @@ pub fn table(head: &[&str], rows: &[Vec<String>], left: &[usize]) -> String {
     o
 }
 
-/// The charts of one run, in page order.
+/// An engine option from the run's configuration (`<engine>.<name>`), as a number.
+fn engine_option(s: &Summary, name: &str) -> Option<f64> {
+    s.config
+        .get(&format!("{}.{name}", s.engine))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+fn count(v: Option<u64>) -> Option<f64> {
+    v.map(|v| v as f64)
+}
+
+/// The charts of one run, in page order. Every time chart carries a vertical marker for each
+/// `--at` change, at the second after which it applied.
 pub fn charts(s: &Summary, rows: &[SampleRow]) -> Vec<Chart> {
     let op = &s.op;
     let tput = Chart::new(
@@ -71,37 +86,29 @@ pub fn charts(s: &Summary, rows: &[SampleRow]) -> Vec<Chart> {
         &format!("{op} / 10 s"),
     )
     .with(Series::new(format!("{op} per 10 s"), w10));
-    let ckpt = if rows.iter().any(|r| r.checkpoint_age_pct.is_some()) {
-        Series::new("checkpoint age %", pts(rows, |r| r.checkpoint_age_pct))
-    } else {
-        Series::new(
-            "checkpoint age MB",
-            pts(rows, |r| {
-                r.checkpoint_age_bytes.map(|b| b as f64 / 1_048_576.0)
-            }),
-        )
-    };
-    let age = Chart::new(
-        "Checkpoint age and dirty pages",
-        "seconds",
-        "checkpoint age",
-    )
-    .y2("dirty pages %")
-    .with(ckpt)
-    .with(Series::new("dirty %", pts(rows, |r| r.dirty_pct)).right());
+    let age = checkpoint_chart(s, rows);
     let flushed = Chart::new("Pages flushed per second by source", "seconds", "pages / s")
         .with(Series::new(
-            "flush list",
-            pts(rows, |r| r.flushed_list_pages.map(|v| v as f64)),
+            "policy (flush list)",
+            pts(rows, |r| count(r.flushed_list_pages)),
         ))
         .with(Series::new(
-            "LRU",
-            pts(rows, |r| r.flushed_lru_pages.map(|v| v as f64)),
+            "LRU cleaning",
+            pts(rows, |r| count(r.flushed_lru_pages)),
         ))
         .with(Series::new(
-            "sync (foreground)",
-            pts(rows, |r| r.flushed_sync_pages.map(|v| v as f64)),
+            "sync point (foreground)",
+            pts(rows, |r| count(r.flushed_sync_pages)),
+        ))
+        .with(Series::new(
+            "max dirty (foreground)",
+            pts(rows, |r| count(r.flushed_max_dirty_pages)),
+        ))
+        .with(Series::new(
+            "single page (foreground)",
+            pts(rows, |r| count(r.flushed_single_page_pages)),
         ));
+    let stalls = stall_chart(rows);
     let mb = |b: u64| b as f64 / 1_048_576.0;
     let io = Chart::new("Storage read and written", "seconds", "MB / s")
         .with(Series::new(
@@ -120,16 +127,111 @@ pub fn charts(s: &Summary, rows: &[SampleRow]) -> Vec<Chart> {
             "process read",
             pts(rows, |r| Some(mb(r.io_read_bytes))),
         ));
+    let reads = Chart::new("Page reads and read-ahead", "seconds", "pages / s")
+        .with(Series::new(
+            "pages read",
+            pts(rows, |r| count(r.pages_read)),
+        ))
+        .with(Series::new(
+            "read ahead",
+            pts(rows, |r| count(r.read_ahead_pages)),
+        ))
+        .with(Series::new(
+            "read ahead, evicted unused",
+            pts(rows, |r| count(r.read_ahead_evicted_unused)),
+        ));
+    let redo = Chart::new("Redo log written", "seconds", "MB / s")
+        .y2("fsyncs / s")
+        .with(Series::new(
+            "redo MB/s",
+            pts(rows, |r| r.log_write_bytes.map(mb)),
+        ))
+        .with(Series::new("fsyncs", pts(rows, |r| count(r.log_fsyncs))).right());
     let lat = Chart::new(&format!("Latency per second ({op})"), "seconds", "ms")
         .with(Series::new("p50", pts(rows, |r| Some(r.lat_p50_ms))))
         .with(Series::new("p95", pts(rows, |r| Some(r.lat_p95_ms))))
         .with(Series::new("p99", pts(rows, |r| Some(r.lat_p99_ms))))
         .with(Series::new("max", pts(rows, |r| Some(r.lat_max_ms))));
-    let cpu = Chart::new("CPU and stalls", "seconds", "CPU %")
-        .y2("stall ms / s")
-        .with(Series::new("cpu %", pts(rows, |r| Some(r.cpu_pct))))
-        .with(Series::new("stall ms", pts(rows, |r| r.stall_ms)).right());
-    vec![tput, tput10, age, flushed, io, lat, cpu]
+    let cpu = Chart::new("CPU", "seconds", "CPU %")
+        .with(Series::new("cpu %", pts(rows, |r| Some(r.cpu_pct))));
+    let events: Vec<(f64, String)> = rows
+        .iter()
+        .filter_map(|r| r.event.as_ref().map(|e| (r.t_s as f64, e.clone())))
+        .collect();
+    [
+        tput, tput10, age, flushed, stalls, io, reads, redo, lat, cpu,
+    ]
+    .into_iter()
+    .map(|mut c| {
+        for (t, e) in &events {
+            c = c.vline(*t, e.clone());
+        }
+        c
+    })
+    .collect()
+}
+
+/// Checkpoint age (% of log capacity, or MB when the engine has no capacity) with the async
+/// and sync points from the engine's options, and dirty % on the right axis (seed 000).
+fn checkpoint_chart(s: &Summary, rows: &[SampleRow]) -> Chart {
+    let pct = rows.iter().any(|r| r.checkpoint_age_pct.is_some());
+    let (series, label) = if pct {
+        (
+            Series::new("checkpoint age %", pts(rows, |r| r.checkpoint_age_pct)),
+            "checkpoint age, % of log capacity",
+        )
+    } else {
+        (
+            Series::new(
+                "checkpoint age MB",
+                pts(rows, |r| {
+                    r.checkpoint_age_bytes.map(|b| b as f64 / 1_048_576.0)
+                }),
+            ),
+            "checkpoint age, MB",
+        )
+    };
+    let mut c = Chart::new("Checkpoint age and dirty pages", "seconds", label)
+        .y2("dirty pages %")
+        .with(series)
+        .with(Series::new("dirty %", pts(rows, |r| r.dirty_pct)).right());
+    if pct {
+        for (name, label) in [
+            ("checkpoint_async_point_pct", "async point"),
+            ("checkpoint_sync_point_pct", "sync point"),
+        ] {
+            if let Some(v) = engine_option(s, name) {
+                c = c.hline(v, Axis::Left, format!("{label} {v}%"));
+            }
+        }
+    }
+    c
+}
+
+/// Foreground stall by kind (or in total when the engine does not split it) and commit
+/// admission delay, in milliseconds per second summed over threads.
+fn stall_chart(rows: &[SampleRow]) -> Chart {
+    let mut c = Chart::new(
+        "Foreground stalls and admission delay",
+        "seconds",
+        "ms / s (summed over threads)",
+    );
+    let kinds = [
+        ("stall: sync point", pts(rows, |r| r.stall_sync_ms)),
+        ("stall: max dirty", pts(rows, |r| r.stall_max_dirty_ms)),
+        ("stall: free frame", pts(rows, |r| r.stall_free_frame_ms)),
+    ];
+    if kinds.iter().all(|(_, p)| p.is_empty()) {
+        c = c.with(Series::new("stall (all kinds)", pts(rows, |r| r.stall_ms)));
+    } else {
+        for (name, p) in kinds {
+            c = c.with(Series::new(name, p));
+        }
+    }
+    c.with(Series::new(
+        "admission delay",
+        pts(rows, |r| r.admission_delay_ms),
+    ))
 }
 
 fn f2(v: f64) -> String {
@@ -161,6 +263,29 @@ fn stability_table(s: &Summary) -> String {
         st.seconds.to_string(),
     ];
     table(&head, &[row], &[])
+}
+
+/// What the flushing cost: seed 000's and issue 4's per-policy figures.
+fn flushing_table(s: &Summary) -> String {
+    let o = |v: Option<f64>| v.map_or("-".to_string(), f2);
+    let head = [
+        "flush policy",
+        "max checkpoint age %",
+        "mean dirty %",
+        "foreground stall s",
+        "admission delay s",
+        "sync-point seconds",
+    ];
+    let row = vec![
+        s.flush_policy.clone().unwrap_or_else(|| "-".into()),
+        o(s.checkpoint_age_max_pct),
+        o(s.dirty_pct_mean),
+        o(s.foreground_stall_s),
+        o(s.admission_delay_s),
+        s.sync_point_seconds
+            .map_or("-".to_string(), |v| v.to_string()),
+    ];
+    table(&head, &[row], &[0])
 }
 
 fn workload_tables(s: &Summary) -> String {
@@ -256,6 +381,28 @@ pub fn render(s: &Summary, rows: &[SampleRow]) -> String {
     ));
     o.push_str("<h2>Stability of per-second throughput</h2>");
     o.push_str(&stability_table(s));
+    o.push_str("<h2>Flushing</h2>");
+    o.push_str(&flushing_table(s));
+    if !s.events.is_empty() {
+        o.push_str("<h2>Changes while running</h2>");
+        let rows: Vec<Vec<String>> = s
+            .events
+            .iter()
+            .map(|e| {
+                vec![
+                    e.t_s.to_string(),
+                    format!("{} s", e.at_s),
+                    e.action.clone(),
+                    e.error.clone().unwrap_or_else(|| "applied".into()),
+                ]
+            })
+            .collect();
+        o.push_str(&table(
+            &["run second", "measured", "change", "result"],
+            &rows,
+            &[2, 3],
+        ));
+    }
     o.push_str(&workload_tables(s));
     o.push_str("<h2>Charts</h2><div class=\"charts\">");
     for c in charts(s, rows) {

@@ -23,6 +23,20 @@ pub struct StepSummary {
     pub ips_99: f64,
 }
 
+/// A change the run made to the engine while it ran (`--at TIME:set NAME=VALUE`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct RunEvent {
+    /// Second of the run's time axis (the `t_s` of timeseries.csv) after which it applied.
+    pub t_s: u64,
+    /// The schedule's time, seconds from the start of the measured phase.
+    pub at_s: u64,
+    /// `set NAME=VALUE`.
+    pub action: String,
+    /// The engine's refusal, when it refused.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub error: Option<String>,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct Summary {
     pub workload: String,
@@ -47,6 +61,18 @@ pub struct Summary {
     pub checkpoint_age_max_bytes: Option<u64>,
     pub dirty_pct_mean: Option<f64>,
     pub stall_ms_total: Option<f64>,
+    /// Foreground stall of all kinds over the measured seconds, summed over threads.
+    pub foreground_stall_s: Option<f64>,
+    /// Commit admission delay over the measured seconds, summed over threads.
+    pub admission_delay_s: Option<f64>,
+    /// Measured seconds in which committing threads flushed at the checkpoint's sync point
+    /// (flushed_sync_pages > 0).
+    pub sync_point_seconds: Option<u64>,
+    /// The flush policy over the measured seconds; `a -> b` when a schedule changed it.
+    pub flush_policy: Option<String>,
+    /// Changes made while running, in order.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub events: Vec<RunEvent>,
     pub write_kb_per_op: f64,
     pub read_kb_per_op: f64,
     pub reads_per_op: f64,
@@ -135,6 +161,14 @@ impl Summary {
         let cpu_s = sum(&m, |r| r.cpu_pct / 100.0);
         let dirty: Vec<f64> = m.iter().filter_map(|r| r.dirty_pct).collect();
         let stall: Vec<f64> = m.iter().filter_map(|r| r.stall_ms).collect();
+        let admission: Vec<f64> = m.iter().filter_map(|r| r.admission_delay_ms).collect();
+        let sync: Vec<u64> = m.iter().filter_map(|r| r.flushed_sync_pages).collect();
+        let mut policies: Vec<&str> = Vec::new();
+        for p in m.iter().filter_map(|r| r.flush_policy.as_deref()) {
+            if policies.last() != Some(&p) {
+                policies.push(p);
+            }
+        }
         let hash = config_hash(workload, engine, &config);
         Summary {
             workload: workload.to_string(),
@@ -161,6 +195,12 @@ impl Summary {
             dirty_pct_mean: (!dirty.is_empty())
                 .then(|| dirty.iter().sum::<f64>() / dirty.len() as f64),
             stall_ms_total: (!stall.is_empty()).then(|| stall.iter().sum()),
+            foreground_stall_s: (!stall.is_empty()).then(|| stall.iter().sum::<f64>() / 1000.0),
+            admission_delay_s: (!admission.is_empty())
+                .then(|| admission.iter().sum::<f64>() / 1000.0),
+            sync_point_seconds: (!sync.is_empty())
+                .then(|| sync.iter().filter(|&&p| p > 0).count() as u64),
+            flush_policy: (!policies.is_empty()).then(|| policies.join(" -> ")),
             write_kb_per_op: per_op(wbytes / 1024.0),
             read_kb_per_op: per_op(rbytes / 1024.0),
             reads_per_op: per_op(reads),
@@ -191,6 +231,20 @@ impl Summary {
             longest_zero_run: self.longest_zero_run,
         }
     }
+}
+
+/// The flushing figures as one line for the terminal ("-" where the engine reports nothing).
+pub fn flushing_line(s: &Summary) -> String {
+    let o = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}"));
+    format!(
+        "flushing: policy {}, max checkpoint age {}%, mean dirty {}%, foreground stall {} s, admission delay {} s, sync-point seconds {}",
+        s.flush_policy.as_deref().unwrap_or("-"),
+        o(s.checkpoint_age_max_pct),
+        o(s.dirty_pct_mean),
+        o(s.foreground_stall_s),
+        o(s.admission_delay_s),
+        s.sync_point_seconds.map_or("-".to_string(), |v| v.to_string())
+    )
 }
 
 /// seed 002's summary columns for one run: header and values, in the order the post prints.

@@ -1,5 +1,8 @@
 //! Line charts as inline SVG, written by hand (no plotting dependency): a frame, "nice" ticks on
-//! the x axis and on one or two y axes, one polyline per series, and a legend. Colours are the
+//! the x axis and on one or two y axes, one polyline per series, and a legend. Reference lines
+//! are drawn in grey with their label: horizontal ones for thresholds (the checkpoint's async
+//! and sync points) and vertical ones for moments (a `--at` schedule changing an option); the
+//! axes always take them in, so a threshold the data never reaches is still on the chart. Colours are the
 //! Okabe-Ito palette, which red-green colour-blind readers can tell apart (seed 002's readers
 //! asked for it), and series past the first alternate dash patterns as a second cue. A chart
 //! without data says so instead of drawing empty axes.
@@ -40,6 +43,14 @@ impl Series {
     }
 }
 
+/// A labelled reference line: horizontal at `at` on `axis`, or vertical at x = `at`.
+#[derive(Debug, Clone)]
+pub struct RefLine {
+    pub at: f64,
+    pub label: String,
+    pub axis: Axis,
+}
+
 #[derive(Debug, Clone)]
 pub struct Chart {
     pub title: String,
@@ -47,6 +58,8 @@ pub struct Chart {
     pub y_label: String,
     pub y2_label: Option<String>,
     pub series: Vec<Series>,
+    pub hlines: Vec<RefLine>,
+    pub vlines: Vec<RefLine>,
     pub width: f64,
     pub height: f64,
 }
@@ -121,6 +134,8 @@ impl Chart {
             y_label: y_label.into(),
             y2_label: None,
             series: Vec::new(),
+            hlines: Vec::new(),
+            vlines: Vec::new(),
             width: 860.0,
             height: 320.0,
         }
@@ -128,6 +143,26 @@ impl Chart {
 
     pub fn with(mut self, s: Series) -> Self {
         self.series.push(s);
+        self
+    }
+
+    /// A horizontal reference line at `y` on `axis`.
+    pub fn hline(mut self, y: f64, axis: Axis, label: impl Into<String>) -> Self {
+        self.hlines.push(RefLine {
+            at: y,
+            label: label.into(),
+            axis,
+        });
+        self
+    }
+
+    /// A vertical marker at `x`.
+    pub fn vline(mut self, x: f64, label: impl Into<String>) -> Self {
+        self.vlines.push(RefLine {
+            at: x,
+            label: label.into(),
+            axis: Axis::Left,
+        });
         self
     }
 
@@ -176,13 +211,14 @@ impl Chart {
             return o;
         }
         let all = || self.series.iter().flat_map(|s| s.points.iter());
-        let (x0, x1, xs) = range(all().map(|p| p.0));
+        let (x0, x1, xs) = range(all().map(|p| p.0).chain(self.vlines.iter().map(|v| v.at)));
         let side = |a: Axis| {
             range(
                 self.series
                     .iter()
                     .filter(|s| s.axis == a)
-                    .flat_map(|s| s.points.iter().map(|p| p.1)),
+                    .flat_map(|s| s.points.iter().map(|p| p.1))
+                    .chain(self.hlines.iter().filter(|h| h.axis == a).map(|h| h.at)),
             )
         };
         let (y0, y1, ys) = side(Axis::Left);
@@ -248,6 +284,33 @@ impl Chart {
             t + ph / 2.0,
             esc(&self.y_label)
         );
+        // Reference lines under the series.
+        for h in &self.hlines {
+            let y = if h.axis == Axis::Left {
+                py(h.at, y0, y1)
+            } else {
+                py(h.at, z0, z1)
+            };
+            let _ = write!(
+                o,
+                r##"<line class="ref" x1="{l}" y1="{y:.1}" x2="{}" y2="{y:.1}" stroke="#666" stroke-dasharray="5 4"/><text x="{}" y="{:.1}" text-anchor="end" fill="#444">{}</text>"##,
+                l + pw,
+                l + pw - 4.0,
+                y - 3.0,
+                esc(&h.label)
+            );
+        }
+        for (i, v) in self.vlines.iter().enumerate() {
+            let x = px(v.at);
+            let _ = write!(
+                o,
+                r##"<line class="marker" x1="{x:.1}" y1="{t}" x2="{x:.1}" y2="{}" stroke="#666" stroke-dasharray="3 3"/><text x="{:.1}" y="{}" fill="#444">{}</text>"##,
+                t + ph,
+                x + 3.0,
+                t + 12.0 + 12.0 * (i % 4) as f64,
+                esc(&v.label)
+            );
+        }
         // Series and legend.
         let mut lx = l;
         for (i, s) in self.series.iter().enumerate() {
@@ -302,6 +365,18 @@ mod tests {
         assert_eq!(nice_step(100.0, 5.0), 20.0);
         assert_eq!(nice_step(7.0, 5.0), 2.0);
         assert_eq!(range([3.0, 97.0].into_iter()), (0.0, 100.0, 20.0));
+    }
+
+    #[test]
+    fn reference_lines_widen_the_axes() {
+        let c = Chart::new("t", "x", "y")
+            .with(Series::new("s", vec![(0.0, 1.0), (10.0, 2.0)]))
+            .hline(94.0, Axis::Left, "sync point")
+            .vline(20.0, "set a=b");
+        let svg = c.render();
+        assert!(svg.contains("sync point") && svg.contains("set a=b"));
+        assert!(svg.contains(">100<"), "y axis reaches the line: {svg}");
+        assert!(svg.contains(">20<"), "x axis reaches the marker");
     }
 
     #[test]

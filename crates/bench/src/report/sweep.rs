@@ -1,6 +1,7 @@
-//! The sweep page: one row per run in seed 002's columns plus the stability figures, and the
-//! runs' throughput overlaid per 1 s and per 10 s, one colour per run, so a reader sees which
-//! setting keeps the line level (seed 000's search for max_dirty_pages_pct, done in one page).
+//! The sweep page: one row per run in seed 002's columns plus the stability and flushing
+//! figures (policy, max checkpoint age, mean dirty %, foreground stall, admission delay,
+//! sync-point seconds: issue 4's per-policy table), and the runs' throughput overlaid per 1 s
+//! and per 10 s, one colour per run, so a reader sees which setting keeps the line level (seed 000's search for max_dirty_pages_pct, done in one page).
 
 use std::fmt::Write as _;
 
@@ -33,6 +34,15 @@ pub fn text_table(runs: &[SweepRun]) -> String {
             cols.len() - 1,
             ("zero_s", r.summary.zero_seconds.to_string()),
         );
+        let one = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1}"));
+        cols.insert(
+            cols.len() - 1,
+            ("ckpt%", one(r.summary.checkpoint_age_max_pct)),
+        );
+        cols.insert(
+            cols.len() - 1,
+            ("stall_s", one(r.summary.foreground_stall_s)),
+        );
         if i == 0 {
             let head: Vec<&str> = cols.iter().map(|c| c.0).collect();
             let _ = writeln!(o, "{}", head.join(" "));
@@ -41,6 +51,10 @@ pub fn text_table(runs: &[SweepRun]) -> String {
         let _ = writeln!(o, "{}", vals.join(" "));
     }
     o
+}
+
+fn opt(v: Option<f64>) -> String {
+    v.map_or("-".to_string(), |v| format!("{v:.2}"))
 }
 
 pub fn render(workload: &str, vary: &str, runs: &[SweepRun]) -> String {
@@ -61,6 +75,12 @@ pub fn render(workload: &str, vary: &str, runs: &[SweepRun]) -> String {
                 "s < mean/2",
                 "zero s",
                 "tpmC",
+                "flush policy",
+                "max ckpt age %",
+                "mean dirty %",
+                "fg stall s",
+                "admission s",
+                "sync-point s",
             ]);
         }
         let mut row = vec![r.label.clone()];
@@ -74,6 +94,13 @@ pub fn render(workload: &str, vary: &str, runs: &[SweepRun]) -> String {
             s.seconds_below_half_mean.to_string(),
             s.zero_seconds.to_string(),
             s.tpmc.map_or("-".into(), |t| format!("{t:.0}")),
+            s.flush_policy.clone().unwrap_or_else(|| "-".into()),
+            opt(s.checkpoint_age_max_pct),
+            opt(s.dirty_pct_mean),
+            opt(s.foreground_stall_s),
+            opt(s.admission_delay_s),
+            s.sync_point_seconds
+                .map_or("-".to_string(), |v| v.to_string()),
         ]);
         rows.push(row);
     }

@@ -96,6 +96,23 @@ fn open_evenkeel(_spec: &EngineSpec, _dir: &Path) -> BenchResult<Box<dyn Driver>
     ))
 }
 
+/// evenkeel options that only take effect when the database is created (the files' own
+/// values win on open), so data loaded with one value cannot stand in for another.
+const EVENKEEL_CREATE_TIME: &[&str] = &[
+    "page_size",
+    "log_file_size",
+    "log_files_in_group",
+    "log_block_size",
+];
+
+/// True when `option` shapes the data on disk for `engine`: a sweep over it must load once per
+/// value rather than copy one loaded template.
+pub fn shapes_data(engine: &str, option: &str) -> bool {
+    let lower = option.trim().to_ascii_lowercase().replace('-', "_");
+    let name = lower.strip_prefix("innodb_").unwrap_or(&lower);
+    engine == "evenkeel" && EVENKEEL_CREATE_TIME.contains(&name)
+}
+
 /// True when the engine keeps its data in the directory (so size and device I/O mean something).
 pub fn is_persistent(engine: &str) -> bool {
     engine != "model"

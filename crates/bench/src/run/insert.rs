@@ -2,20 +2,22 @@
 //! each second. Every step records its rows, seconds, ips.av and ips.99 (per client, the
 //! per-10-second rates sorted descending, the value at the 99% position; summed over clients).
 //! The summary's per-op figures come from the main insert step: l.i1 when it ran, else l.i0,
-//! else l.i2 (seed 002 reports the load with indexes maintained).
+//! else l.i2 (seed 002 reports the load with indexes maintained). `--at` times count from the
+//! start of the first step, the time axis of the report.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use super::console::Console;
 use super::engine::{is_persistent, open_driver};
+use super::schedule::{check_with_engine, check_within, Scheduler};
 use super::{config_map, require_positive, wait_second, CommonOptions, DataDir, RunOutput};
 use crate::driver::Driver;
 use crate::error::BenchResult;
 use crate::insert::client::{query_loop, ClientState, KINDS, KIND_INDEX, KIND_INSERT, KIND_QUERY};
 use crate::insert::schema::ClientTables;
 use crate::insert::step::Step;
-use crate::report::summary::{StepSummary, Summary};
+use crate::report::summary::{flushing_line, StepSummary, Summary};
 use crate::report::{default_out, now_unix_s, write_results};
 use crate::sampler::{Clients, SampleRow, Sampler};
 use crate::stability::{ips99, windows};
@@ -39,7 +41,26 @@ impl InsertOptions {
         require_positive("--clients", self.clients as u64)?;
         require_positive("--max-step-seconds", self.max_step_seconds)?;
         require_positive("--query-ips", self.query_ips)?;
+        check_within(
+            &self.common.schedule,
+            self.max_seconds(),
+            "the steps (at most --max-step-seconds per step, --query-seconds per query step)",
+        )?;
         self.common.engine.validate()
+    }
+
+    /// The longest the steps can take, seconds.
+    pub fn max_seconds(&self) -> u64 {
+        self.steps
+            .iter()
+            .map(|s| {
+                if *s == Step::QueryRange {
+                    self.query_seconds
+                } else {
+                    self.max_step_seconds
+                }
+            })
+            .sum()
     }
 }
 
@@ -51,6 +72,7 @@ struct Run<'a> {
     rows: Vec<SampleRow>,
     con: Console,
     next_line_s: u64,
+    sch: Scheduler,
 }
 
 /// Seconds between live lines.
@@ -86,7 +108,7 @@ impl Run<'_> {
 
     /// Sample; a partial second is `excluded` and kept out of the per-client series.
     fn tick(&mut self, per_client: &mut [Vec<u64>], partial: bool) -> u64 {
-        let row = self.sampler.tick(self.d, self.clients, partial);
+        let mut row = self.sampler.tick(self.d, self.clients, partial);
         let counts = self.sampler.last_per_client();
         if !partial {
             for (series, &c) in per_client.iter_mut().zip(counts) {
@@ -95,6 +117,12 @@ impl Run<'_> {
         }
         let clients_ops: u64 = counts.iter().take(self.clients.recorders.len() / 2).sum();
         self.live_line(&row);
+        // Steps tick on their own seconds, so go by whole seconds elapsed: never early, at
+        // most one tick late.
+        let elapsed = self.sampler.started().elapsed().as_secs();
+        for l in self.sch.apply_due(self.d, elapsed, Some(&mut row)) {
+            self.con.line(&l);
+        }
         self.con
             .set_position(self.sampler.started().elapsed().as_secs());
         self.rows.push(row);
@@ -147,6 +175,7 @@ pub fn run_insert(o: &InsertOptions) -> BenchResult<RunOutput> {
     let dd = DataDir::new(o.common.dir.as_deref())?;
     let driver = open_driver(&o.common.engine, &dd.path)?;
     let d: &dyn Driver = driver.as_ref();
+    check_with_engine(d, &o.common.schedule)?;
     if o.steps.contains(&Step::LoadI0) {
         for c in 0..o.clients {
             ClientTables::drop_all(d, c)?;
@@ -166,19 +195,12 @@ pub fn run_insert(o: &InsertOptions) -> BenchResult<RunOutput> {
         rows: Vec::new(),
         next_line_s: LINE_EVERY_S,
         con: Console::new(o.common.quiet, o.common.json),
+        sch: Scheduler::new(o.common.schedule.clone()),
     };
-    let total_s: u64 = o
-        .steps
-        .iter()
-        .map(|s| {
-            if *s == Step::QueryRange {
-                o.query_seconds
-            } else {
-                o.max_step_seconds
-            }
-        })
-        .sum();
-    run.con.start_bar(total_s, "insert");
+    run.con.start_bar(o.max_seconds(), "insert");
+    for l in run.sch.apply_due(d, 0, None) {
+        run.con.line(&l);
+    }
     let mut steps = Vec::new();
     for &step in &o.steps {
         run.clients.set_phase(step.name());
@@ -200,6 +222,12 @@ pub fn run_insert(o: &InsertOptions) -> BenchResult<RunOutput> {
     }
     run.con.finish_bar();
     d.close()?;
+    for p in run.sch.pending() {
+        run.con.line(&format!(
+            "--at {:?}: not reached, the run ended first",
+            p.text
+        ));
+    }
     finish(o, d, run, steps)
 }
 
@@ -281,7 +309,7 @@ fn run_step(
 fn finish(
     o: &InsertOptions,
     d: &dyn Driver,
-    run: Run<'_>,
+    mut run: Run<'_>,
     steps: Vec<StepSummary>,
 ) -> BenchResult<RunOutput> {
     let params = [
@@ -331,6 +359,7 @@ fn finish(
         s.ips_99 = Some(m.ips_99);
     }
     s.steps = steps;
+    s.events = std::mem::take(&mut run.sch).into_events();
     let out_dir = o
         .common
         .out
@@ -358,6 +387,7 @@ fn finish(
         "stability ({op}/s): mean {:.1}, p1 {:.1}, min {:.1}, cv {:.3}, seconds below half mean {}, zero seconds {}, longest zero run {}",
         s.throughput_mean, s.throughput_p1, s.throughput_min, s.throughput_cv, s.seconds_below_half_mean, s.zero_seconds, s.longest_zero_run
     ));
+    con.result(&flushing_line(&s));
     con.result(&format!("results in {}", out_dir.display()));
     con.json(&serde_json::to_string_pretty(&s).unwrap_or_default());
     Ok(RunOutput {

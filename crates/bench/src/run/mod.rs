@@ -7,6 +7,7 @@ pub mod console;
 pub mod engine;
 pub mod insert;
 pub mod kv;
+pub mod schedule;
 pub mod sweep;
 pub mod tpcc;
 
@@ -30,6 +31,8 @@ pub struct CommonOptions {
     pub json: bool,
     pub quiet: bool,
     pub seed: u64,
+    /// Option changes while running (`--at`), sorted by time.
+    pub schedule: Vec<schedule::ScheduledSet>,
 }
 
 /// What a finished run leaves behind.
@@ -69,6 +72,31 @@ impl DataDir {
             }
         }
     }
+}
+
+/// Replace `dst` with a copy of the directory `src` (files and subdirectories). The engine
+/// must be closed on `src`: a sweep copies its loaded template once per run this way.
+pub fn copy_dir(src: &Path, dst: &Path) -> BenchResult<()> {
+    if dst.exists() {
+        std::fs::remove_dir_all(dst)
+            .map_err(|e| BenchError::io(format!("remove {}", dst.display()), e))?;
+    }
+    std::fs::create_dir_all(dst)
+        .map_err(|e| BenchError::io(format!("create {}", dst.display()), e))?;
+    let entries =
+        std::fs::read_dir(src).map_err(|e| BenchError::io(format!("read {}", src.display()), e))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| BenchError::io(format!("read {}", src.display()), e))?;
+        let (from, to) = (entry.path(), dst.join(entry.file_name()));
+        if from.is_dir() {
+            copy_dir(&from, &to)?;
+        } else {
+            std::fs::copy(&from, &to).map_err(|e| {
+                BenchError::io(format!("copy {} to {}", from.display(), to.display()), e)
+            })?;
+        }
+    }
+    Ok(())
 }
 
 /// Sleep until `start + n` seconds.

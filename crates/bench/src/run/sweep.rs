@@ -2,14 +2,27 @@
 //! setting (an engine option, passed as `--set name=value`, or one of the workload's own
 //! arguments), each into its own results directory, then `sweep.html` (one table, overlaid
 //! throughput charts), `sweep.txt` (seed 002's plain table) and `sweep.json`.
+//!
+//! Data: when the varied setting does not shape the data (a flush policy, io_capacity, the
+//! buffer pool size, connections — not warehouses, insert clients or rows, nor an option the
+//! engine fixes at create such as evenkeel's log_file_size or page_size), the sweep loads
+//! once into `<dir>/template` and gives every run a fresh copy of it in `<dir>/<name>=<value>`,
+//! made while the engine is closed: every value starts from the same pages and a clean
+//! shutdown, and a sweep over four flush policies loads once, not four times. With `--dir` the
+//! template stays, so the next sweep on that directory loads nothing; without it everything
+//! lives in a temporary directory. For the insert benchmark the template holds l.i0 and l.x
+//! (when in --steps) and each run does the remaining steps. Otherwise each run loads its own
+//! data in `<dir>/<name>=<value>` (reused when already loaded there).
 
 use std::path::{Path, PathBuf};
 
 use crate::cli::{InsertArgs, TpccArgs};
 use crate::error::{BenchError, BenchResult};
+use crate::insert::step::Step;
 use crate::report::sweep::{render, text_table, SweepRun};
 use crate::report::{now_unix_s, utc_stamp};
-use crate::run::{CommonOptions, RunOutput};
+use crate::run::engine::{is_persistent, shapes_data};
+use crate::run::{copy_dir, CommonOptions, RunOutput};
 
 /// The varied setting.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,6 +64,23 @@ impl Varied {
         })
     }
 
+    /// True when runs over this setting can share one loaded copy of TPC-C data: anything but
+    /// the warehouses or an option the engine fixes at create.
+    pub fn shares_tpcc_load(&self, engine: &str) -> bool {
+        is_persistent(engine)
+            && !["warehouses", "items", "customers"].contains(&self.name.as_str())
+            && !shapes_data(engine, &self.name)
+    }
+
+    /// The same for the insert benchmark: not clients or rows (what l.i0 loads), not a
+    /// create-time option, and only when some step follows the load steps.
+    pub fn shares_insert_load(&self, engine: &str, steps: &[Step]) -> bool {
+        is_persistent(engine)
+            && !["clients", "rows"].contains(&self.name.as_str())
+            && !shapes_data(engine, &self.name)
+            && steps.iter().any(|s| !s.is_load())
+    }
+
     fn label(&self, value: &str) -> String {
         format!("{}={value}", self.name)
     }
@@ -85,13 +115,20 @@ fn write(path: &Path, text: &str) -> BenchResult<()> {
     std::fs::write(path, text).map_err(|e| BenchError::io(format!("write {}", path.display()), e))
 }
 
+/// Loads a sweep's template: called with the template's data directory and the sweep's
+/// results directory; the engine must be closed when it returns.
+pub type LoadOnce<'a> = &'a dyn Fn(&Path, &Path) -> BenchResult<()>;
+
 /// Run `one(value, out, dir)` for every value, where `out` is the run's results directory
-/// inside the sweep's and `dir` its data directory (a subdirectory of `--dir` when given, so
-/// runs never share data), then write the sweep's own files.
+/// inside the sweep's and `dir` its data directory, then write the sweep's own files. With
+/// `load_once`, the data is loaded once into `<dir>/template` and copied to each run's `dir`
+/// before it starts; without, `dir` is a subdirectory of `--dir` when given (runs never share
+/// data) and `None` otherwise (a fresh temporary directory per run).
 pub fn run_sweep_with(
     workload: &str,
     v: &Varied,
     base: &CommonOptions,
+    load_once: Option<LoadOnce<'_>>,
     mut one: impl FnMut(&str, PathBuf, Option<PathBuf>) -> BenchResult<RunOutput>,
 ) -> BenchResult<SweepOutput> {
     let out_dir = base.out.clone().unwrap_or_else(|| {
@@ -100,14 +137,59 @@ pub fn run_sweep_with(
     });
     std::fs::create_dir_all(&out_dir)
         .map_err(|e| BenchError::io(format!("create {}", out_dir.display()), e))?;
+    let say = |s: &str| {
+        if !base.quiet {
+            eprintln!("{s}");
+        }
+    };
+    // The temporary root lives until the sweep is done.
+    let mut temp_root = None;
+    let template = match load_once {
+        Some(load) => {
+            let root = match &base.dir {
+                Some(d) => d.clone(),
+                None => {
+                    let t = tempfile::Builder::new()
+                        .prefix("evenkeel-sweep-")
+                        .tempdir()
+                        .map_err(|e| BenchError::io("create a temporary data directory", e))?;
+                    let p = t.path().to_path_buf();
+                    temp_root = Some(t);
+                    p
+                }
+            };
+            let t = root.join("template");
+            say(&format!(
+                "sweep: loading once into {} (reused if loaded); each run starts from a copy",
+                t.display()
+            ));
+            load(&t, &out_dir)?;
+            Some((root, t))
+        }
+        None => {
+            say(&format!(
+                "sweep: {} shapes the data, so each run loads its own",
+                v.name
+            ));
+            None
+        }
+    };
     let mut runs = Vec::new();
     for value in &v.values {
         let label = v.label(value);
-        runs.push(one(
-            value,
-            out_dir.join(&label),
-            base.dir.as_ref().map(|p| p.join(&label)),
-        )?);
+        let dir = match &template {
+            Some((root, t)) => {
+                let d = root.join(&label);
+                copy_dir(t, &d)?;
+                Some(d)
+            }
+            None => base.dir.as_ref().map(|p| p.join(&label)),
+        };
+        runs.push(one(value, out_dir.join(&label), dir.clone())?);
+        if let (Some(_), Some(d)) = (&temp_root, &dir) {
+            // Copies in a temporary root are not kept: free the space for the next one.
+            let _ = std::fs::remove_dir_all(d);
+        }
     }
     let sweep: Vec<SweepRun> = runs
         .iter()

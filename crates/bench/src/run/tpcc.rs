@@ -11,13 +11,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::console::Console;
 use super::engine::{is_persistent, open_driver};
+use super::schedule::{check_with_engine, check_within, Scheduler};
 use super::{
     config_map, require_positive, sleep_until_second, CommonOptions, DataDir, EngineSpec, RunOutput,
 };
 use crate::driver::Driver;
 use crate::error::{BenchError, BenchResult};
 use crate::recorder::Recorder;
-use crate::report::summary::Summary;
+use crate::report::summary::{flushing_line, RunEvent, Summary};
 use crate::report::{default_out, now_unix_s, write_results};
 use crate::sampler::{Clients, SampleRow, Sampler};
 use crate::tpcc::check::{check, CheckReport};
@@ -58,6 +59,11 @@ impl TpccOptions {
         require_positive("--connections", self.connections as u64)?;
         require_positive("--duration", self.duration_s)?;
         require_positive("--interval", self.interval_s)?;
+        check_within(
+            &self.common.schedule,
+            self.duration_s,
+            "the measured phase (--duration)",
+        )?;
         self.common.engine.validate()
     }
 }
@@ -109,6 +115,18 @@ fn ensure_loaded(d: &dyn Driver, o: &TpccOptions, con: &mut Console) -> BenchRes
     Ok(meta)
 }
 
+/// Load the data directory `o.common.dir` if it holds no TPC-C data, then close the engine
+/// (a sweep's template). Returns the load's seconds (those of the earlier load when reused).
+pub fn prepare_tpcc(o: &TpccOptions) -> BenchResult<f64> {
+    o.validate()?;
+    let mut con = Console::new(o.common.quiet, o.common.json);
+    let dd = DataDir::new(o.common.dir.as_deref())?;
+    let driver = open_driver(&o.common.engine, &dd.path)?;
+    let meta = ensure_loaded(driver.as_ref(), o, &mut con)?;
+    driver.close()?;
+    Ok(meta.load_seconds)
+}
+
 /// tpcc-mysql's per-interval line.
 pub fn interval_line(t_s: u64, r: &Recorder) -> String {
     let k = |kind: TxnKind| &r.kinds[kind.index()];
@@ -139,6 +157,7 @@ pub fn run_tpcc(o: &TpccOptions) -> BenchResult<RunOutput> {
     let dd = DataDir::new(o.common.dir.as_deref())?;
     let driver = open_driver(&o.common.engine, &dd.path)?;
     let d: &dyn Driver = driver.as_ref();
+    check_with_engine(d, &o.common.schedule)?;
     let mut meta = ensure_loaded(d, o, &mut con)?;
     let load_seconds = meta.load_seconds;
     meta.fresh = false;
@@ -163,6 +182,7 @@ pub fn run_tpcc(o: &TpccOptions) -> BenchResult<RunOutput> {
     let persistent = is_persistent(&o.common.engine.engine);
     let data_dir = persistent.then(|| dd.path.clone());
     let failed = AtomicBool::new(false);
+    let mut sch = Scheduler::new(o.common.schedule.clone());
     let (rows, total) = std::thread::scope(|s| -> BenchResult<(Vec<SampleRow>, Recorder)> {
         let handles: Vec<_> = (0..o.connections)
             .map(|i| {
@@ -177,7 +197,15 @@ pub fn run_tpcc(o: &TpccOptions) -> BenchResult<RunOutput> {
                 })
             })
             .collect();
-        let out = sample_loop(o, d, &clients, data_dir, &shared, &failed, &mut con);
+        let out = sample_loop(
+            o,
+            d,
+            (&clients, &mut sch),
+            data_dir,
+            &shared,
+            &failed,
+            &mut con,
+        );
         shared.stop.store(true, Ordering::Relaxed);
         for h in handles {
             h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))?;
@@ -188,13 +216,27 @@ pub fn run_tpcc(o: &TpccOptions) -> BenchResult<RunOutput> {
         save_acked(&dd.path, &shared.acked.to_file())?;
     }
     d.close()?;
-    finish(o, d, rows, &total, (meta.scale, load_seconds), &con)
+    for p in sch.pending() {
+        con.line(&format!(
+            "--at {:?}: not reached, the run ended first",
+            p.text
+        ));
+    }
+    let events = sch.into_events();
+    finish(
+        o,
+        d,
+        (rows, events),
+        &total,
+        (meta.scale, load_seconds),
+        &con,
+    )
 }
 
 fn sample_loop(
     o: &TpccOptions,
     d: &dyn Driver,
-    clients: &Clients,
+    (clients, sch): (&Clients, &mut Scheduler),
     data_dir: Option<std::path::PathBuf>,
     shared: &Shared<'_>,
     failed: &AtomicBool,
@@ -207,13 +249,23 @@ fn sample_loop(
     let mut rows = Vec::new();
     let all = o.warmup_s + o.duration_s;
     con.start_bar(all, "tpcc");
+    if o.warmup_s == 0 {
+        for l in sch.apply_due(d, 0, None) {
+            con.line(&l);
+        }
+    }
     for sec in 1..=all {
         sleep_until_second(start, sec);
         if failed.load(Ordering::Relaxed) {
             break;
         }
         let warmup = sec <= o.warmup_s;
-        let row = sampler.tick(d, clients, warmup);
+        let mut row = sampler.tick(d, clients, warmup);
+        if sec >= o.warmup_s {
+            for l in sch.apply_due(d, sec - o.warmup_s, Some(&mut row)) {
+                con.line(&l);
+            }
+        }
         if !warmup {
             total.merge(sampler.last_interval());
         }
@@ -238,7 +290,7 @@ fn sample_loop(
 fn finish(
     o: &TpccOptions,
     d: &dyn Driver,
-    rows: Vec<SampleRow>,
+    (rows, events): (Vec<SampleRow>, Vec<RunEvent>),
     total: &Recorder,
     (scale, load_seconds): (Scale, f64),
     con: &Console,
@@ -266,6 +318,7 @@ fn finish(
         .map(|k| total.kinds[k.index()].summary(k.label()))
         .collect();
     s.load_seconds = Some(load_seconds);
+    s.events = events;
     let out_dir = o.common.out.clone().unwrap_or_else(|| default_out("tpcc"));
     write_results(&out_dir, &s, &rows)?;
     for k in &s.transactions {
@@ -278,6 +331,7 @@ fn finish(
         "stability (New-Order/s): mean {:.1}, p1 {:.1}, min {:.1}, cv {:.3}, seconds below half mean {}, zero seconds {}, longest zero run {}",
         s.throughput_mean, s.throughput_p1, s.throughput_min, s.throughput_cv, s.seconds_below_half_mean, s.zero_seconds, s.longest_zero_run
     ));
+    con.result(&flushing_line(&s));
     con.result(&format!(
         "<TpmC>\n{:>24.3} TpmC\ntpmC: {:.1}, tpmTotal: {:.1}",
         s.tpmc.unwrap_or(0.0),

@@ -97,12 +97,30 @@ pub struct SampleRow {
     pub checkpoint_age_bytes: Option<u64>,
     pub checkpoint_age_pct: Option<f64>,
     pub dirty_pct: Option<f64>,
+    /// The engine's flush policy at the end of the interval.
+    pub flush_policy: Option<String>,
+    /// Pages flushed in the interval by source: the policy (flush lists), LRU cleaning, and
+    /// foreground writes at the sync point, past the dirty limit, and single pages for a frame.
     pub flushed_list_pages: Option<u64>,
     pub flushed_lru_pages: Option<u64>,
     pub flushed_sync_pages: Option<u64>,
+    pub flushed_max_dirty_pages: Option<u64>,
+    pub flushed_single_page_pages: Option<u64>,
+    /// Foreground stall in the interval (all kinds), summed over threads.
     pub stall_ms: Option<f64>,
+    pub stall_sync_ms: Option<f64>,
+    pub stall_max_dirty_ms: Option<f64>,
+    pub stall_free_frame_ms: Option<f64>,
+    /// Commit admission delay served in the interval, summed over threads.
+    pub admission_delay_ms: Option<f64>,
+    /// Admission delay asked of each commit at the end of the interval.
+    pub admission_delay_now_us: Option<u64>,
     pub pages_read: Option<u64>,
     pub pages_written: Option<u64>,
+    pub read_ahead_pages: Option<u64>,
+    pub read_ahead_evicted_unused: Option<u64>,
+    pub log_write_bytes: Option<u64>,
+    pub log_fsyncs: Option<u64>,
     pub cpu_pct: f64,
     pub rss_bytes: u64,
     pub io_read_bytes: u64,
@@ -112,10 +130,17 @@ pub struct SampleRow {
     pub dev_read_bytes: Option<u64>,
     pub dev_write_bytes: Option<u64>,
     pub size_bytes: Option<u64>,
+    /// What the run changed right after this interval (`--at` schedules), `; `-separated.
+    pub event: Option<String>,
 }
 
 fn delta(now: Option<u64>, before: Option<u64>) -> Option<u64> {
     Some(now?.saturating_sub(before.unwrap_or(0)))
+}
+
+/// A microsecond counter's difference in milliseconds.
+fn ms(now: Option<u64>, before: Option<u64>) -> Option<f64> {
+    delta(now, before).map(|us| us as f64 / 1000.0)
 }
 
 /// Turns counters into per-interval rows.
@@ -202,12 +227,30 @@ impl Sampler {
             checkpoint_age_bytes: e.checkpoint_age_bytes,
             checkpoint_age_pct: e.checkpoint_age_pct,
             dirty_pct: e.dirty_pct,
+            flush_policy: e.flush_policy.clone(),
             flushed_list_pages: delta(e.pages_flushed_list, b.pages_flushed_list),
             flushed_lru_pages: delta(e.pages_flushed_lru, b.pages_flushed_lru),
             flushed_sync_pages: delta(e.pages_flushed_sync, b.pages_flushed_sync),
-            stall_ms: delta(e.stall_us, b.stall_us).map(|us| us as f64 / 1000.0),
+            flushed_max_dirty_pages: delta(e.pages_flushed_max_dirty, b.pages_flushed_max_dirty),
+            flushed_single_page_pages: delta(
+                e.pages_flushed_single_page,
+                b.pages_flushed_single_page,
+            ),
+            stall_ms: ms(e.stall_us, b.stall_us),
+            stall_sync_ms: ms(e.stall_sync_us, b.stall_sync_us),
+            stall_max_dirty_ms: ms(e.stall_max_dirty_us, b.stall_max_dirty_us),
+            stall_free_frame_ms: ms(e.stall_free_frame_us, b.stall_free_frame_us),
+            admission_delay_ms: ms(e.admission_delay_us, b.admission_delay_us),
+            admission_delay_now_us: e.admission_delay_now_us,
             pages_read: delta(e.pages_read, b.pages_read),
             pages_written: delta(e.pages_written, b.pages_written),
+            read_ahead_pages: delta(e.read_ahead_pages, b.read_ahead_pages),
+            read_ahead_evicted_unused: delta(
+                e.read_ahead_evicted_unused,
+                b.read_ahead_evicted_unused,
+            ),
+            log_write_bytes: delta(e.log_bytes_written, b.log_bytes_written),
+            log_fsyncs: delta(e.log_fsyncs, b.log_fsyncs),
             cpu_pct: 100.0 * (p.cpu_s - self.proc_before.cpu_s).max(0.0) / secs,
             rss_bytes: p.rss_bytes,
             io_read_bytes: p.read_bytes.saturating_sub(self.proc_before.read_bytes),
@@ -229,6 +272,7 @@ impl Sampler {
                     .saturating_sub(self.disk_before.map_or(0, |b| b.write_bytes))
             }),
             size_bytes: self.data_dir.as_deref().map(dir_size),
+            event: None,
         };
         self.engine = e;
         self.proc_before = p;

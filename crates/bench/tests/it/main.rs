@@ -1,7 +1,8 @@
 //! Integration tests of the workbench, one binary with a module per subject (fast links).
-//! Every workload test runs against the in-memory model engine.
+//! Workload tests run against the in-memory model engine; `flush` uses a tiny evenkeel database.
 
 mod cli;
+mod flush;
 mod insert;
 mod kv;
 mod report;

@@ -39,12 +39,24 @@ fn recorded() -> Vec<SampleRow> {
             checkpoint_age_bytes: Some(t * 1_000_000),
             checkpoint_age_pct: Some(t as f64),
             dirty_pct: Some(40.0 + (t % 10) as f64),
+            flush_policy: Some(if t <= 20 { "innodb55" } else { "steady" }.into()),
             flushed_list_pages: Some(200),
             flushed_lru_pages: Some(20),
-            flushed_sync_pages: Some(if t == 31 { 500 } else { 0 }),
-            stall_ms: Some(0.0),
+            flushed_sync_pages: Some(if t == 31 || t == 32 { 500 } else { 0 }),
+            flushed_max_dirty_pages: Some(if t == 40 { 50 } else { 0 }),
+            flushed_single_page_pages: Some(t % 2),
+            stall_ms: Some(if t == 31 { 750.0 } else { 0.0 }),
+            stall_sync_ms: Some(if t == 31 { 700.0 } else { 0.0 }),
+            stall_max_dirty_ms: Some(if t == 31 { 50.0 } else { 0.0 }),
+            stall_free_frame_ms: Some(0.0),
+            admission_delay_ms: Some(if t > 20 { 4.0 } else { 0.0 }),
+            admission_delay_now_us: Some(if t > 20 { 100 } else { 0 }),
             pages_read: Some(10),
             pages_written: Some(220),
+            read_ahead_pages: Some(64),
+            read_ahead_evicted_unused: Some(t % 3),
+            log_write_bytes: Some(2_000_000),
+            log_fsyncs: Some(300),
             cpu_pct: 150.0,
             rss_bytes: 300_000_000,
             io_read_bytes: 4096 * 10,
@@ -54,6 +66,7 @@ fn recorded() -> Vec<SampleRow> {
             dev_read_bytes: Some(40_960),
             dev_write_bytes: Some(3_604_480),
             size_bytes: Some(1_000_000_000),
+            event: (t == 20).then(|| "set adaptive_flushing=steady".into()),
         })
         .collect()
 }
@@ -77,8 +90,19 @@ fn report_renders_from_recorded_series_and_svg_parses() {
     let text = csv::render(&recorded(), "0123456789abcdef");
     let (rows, hash) = csv::read(&text).expect("csv parses");
     assert_eq!(hash, "0123456789abcdef");
-    let s = Summary::from_rows("tpcc", "model", Default::default(), "New-Order", &rows);
+    let config = [
+        ("evenkeel.checkpoint_async_point_pct", "88"),
+        ("evenkeel.checkpoint_sync_point_pct", "94"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    let s = Summary::from_rows("tpcc", "evenkeel", config, "New-Order", &rows);
     assert_eq!(s.duration_s, 55.0);
+    assert_eq!(s.sync_point_seconds, Some(2));
+    assert_eq!(s.foreground_stall_s, Some(0.75));
+    assert_eq!(s.flush_policy.as_deref(), Some("innodb55 -> steady"));
+    assert!(s.admission_delay_s.is_some_and(|a| (a - 0.16).abs() < 1e-9));
     assert_eq!(s.zero_seconds, 3);
     assert_eq!(s.longest_zero_run, 3);
     assert_eq!(s.checkpoint_age_max_pct, Some(60.0));
@@ -93,7 +117,7 @@ fn report_renders_from_recorded_series_and_svg_parses() {
         assert!(page.contains(&format!("<th>{col}</th>")), "column {col}");
     }
     let charts = svgs(&page);
-    assert_eq!(charts.len(), 7);
+    assert_eq!(charts.len(), 10);
     let mut titles = Vec::new();
     for svg in &charts {
         let doc = roxmltree::Document::parse(svg).expect("svg is well-formed XML");
@@ -147,6 +171,79 @@ fn report_renders_from_recorded_series_and_svg_parses() {
         .any(|t| t == "Pages flushed per second by source"));
     // Two y axes on the checkpoint chart: the dirty series is labelled as the right axis.
     assert!(page.contains("dirty % (right axis)"));
+    let chart = |title: &str| -> roxmltree::Document<'_> {
+        let svg = charts
+            .iter()
+            .zip(&titles)
+            .find(|(_, t)| t.as_str() == title)
+            .map(|(svg, _)| *svg)
+            .unwrap_or_else(|| panic!("no chart {title}"));
+        roxmltree::Document::parse(svg).expect("parses")
+    };
+    let names = |doc: &roxmltree::Document<'_>| -> Vec<String> {
+        doc.descendants()
+            .filter(|n| n.has_tag_name("polyline"))
+            .filter_map(|n| n.children().find(|c| c.has_tag_name("title")))
+            .filter_map(|n| n.text().map(str::to_string))
+            .collect()
+    };
+    let texts = |doc: &roxmltree::Document<'_>| -> Vec<String> {
+        doc.descendants()
+            .filter(|n| n.has_tag_name("text"))
+            .filter_map(|n| n.text().map(str::to_string))
+            .collect()
+    };
+    let flushed = chart("Pages flushed per second by source");
+    assert_eq!(
+        names(&flushed),
+        [
+            "policy (flush list)",
+            "LRU cleaning",
+            "sync point (foreground)",
+            "max dirty (foreground)",
+            "single page (foreground)"
+        ]
+    );
+    // The async and sync points as horizontal lines on the left (percent) axis.
+    let age = chart("Checkpoint age and dirty pages");
+    let refs: Vec<_> = age
+        .descendants()
+        .filter(|n| n.attribute("class") == Some("ref"))
+        .collect();
+    assert_eq!(refs.len(), 2, "async and sync point lines");
+    for r in &refs {
+        assert_eq!(r.attribute("y1"), r.attribute("y2"), "horizontal");
+    }
+    let t = texts(&age);
+    assert!(t.iter().any(|x| x == "async point 88%"), "{t:?}");
+    assert!(t.iter().any(|x| x == "sync point 94%"), "{t:?}");
+    assert!(t.iter().any(|x| x == "checkpoint age, % of log capacity"));
+    let stalls = chart("Foreground stalls and admission delay");
+    assert_eq!(
+        names(&stalls),
+        [
+            "stall: sync point",
+            "stall: max dirty",
+            "stall: free frame",
+            "admission delay"
+        ]
+    );
+    // The --at change is a vertical marker on the throughput chart, at second 20.
+    let tput = chart("Throughput per second (New-Order)");
+    let markers: Vec<_> = tput
+        .descendants()
+        .filter(|n| n.attribute("class") == Some("marker"))
+        .collect();
+    assert_eq!(markers.len(), 1);
+    assert_eq!(
+        markers[0].attribute("x1"),
+        markers[0].attribute("x2"),
+        "vertical"
+    );
+    assert!(texts(&tput)
+        .iter()
+        .any(|x| x == "set adaptive_flushing=steady"));
+    assert!(page.contains("<h2>Flushing</h2>"));
 }
 
 #[test]
@@ -186,6 +283,10 @@ fn results_dir_round_trips() {
         "cpu_us_per_op",
         "size_bytes",
         "rss_bytes",
+        "foreground_stall_s",
+        "admission_delay_s",
+        "sync_point_seconds",
+        "flush_policy",
     ] {
         assert!(json.get(field).is_some(), "summary.json lacks {field}");
     }
