@@ -252,9 +252,9 @@ mod tests {
             (42 * MIB, 5_000.0, 1_250),  // x = 0.5
             (56 * MIB, 5_000.0, 5_000),  // at async
             (42 * MIB, 500.0, 3_750),    // demand 1000 = 2 x device: overload 1 -> + 5000 * 0.5
-            (58 * MIB, 5_000.0, 27_500), // halfway to sync: 5000 + 45000 / 2
-            (60 * MIB, 5_000.0, 50_000),
-            (63 * MIB, 5_000.0, 50_000),
+            (58 * MIB, 5_000.0, 12_500), // halfway to sync: 5000 + 15000 / 2
+            (60 * MIB, 5_000.0, 20_000),
+            (63 * MIB, 5_000.0, 20_000),
         ];
         for (age, dev, want) in cases {
             let mut i = with_age(age);
