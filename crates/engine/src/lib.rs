@@ -5,13 +5,19 @@
 //! Layers, lowest first; a module uses only the layers below it:
 //!
 //! ```text
-//!   types, error, metrics
+//!   types, error, metrics, options
 //!   page (pure layout), io (Storage trait: real files, simulated disk)
-//!   buffer (frames, page table, LRU, flush list; the one write-back function)
+//!   wal (redo log: group commit, checkpoint slots; record formats), dwb (doublewrite)
+//!   buffer (frames, page table, LRU, flush list; the one write-back function, WAL rule)
+//!   mtr (mini-transactions: latches + page diffs, one log group each)
 //!   btree (B+tree over pages), space (page allocation)
-//!   catalog (table names -> roots), txn (write sets, commit)
-//!   db (the public API: Database, Transaction, Table)
+//!   flush (checkpoint fence, flush points, page cleaner, policy/ one file per policy)
+//!   catalog (table names -> roots), txn (write sets, key locks, commit), recovery
+//!   db (the public API: Database, Transaction, Table, Status)
 //! ```
+//!
+//! mtr sits above buffer (it holds page latches) although DESIGN.md files it under wal: the
+//! redo format lives in wal/record.rs, the latch set needs the pool.
 
 #![deny(clippy::unwrap_used)]
 
