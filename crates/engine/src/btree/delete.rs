@@ -4,7 +4,7 @@
 
 use super::overflow;
 use super::{Ctx, Tree, MAX_DEPTH};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::mtr::{Mtr, Slot};
 use crate::page::{self, hdr, node, PageType};
 use crate::space::{self, HEADER_PAGE};
@@ -43,27 +43,7 @@ impl Tree {
     /// then free ancestors left without children and collapse the root.
     fn reclaim_empty_leaf(&self, cx: &Ctx<'_>, key: &[u8]) -> Result<()> {
         let mut mtr = Mtr::new(cx.pool, cx.dur);
-        let mut path: Vec<(Slot, usize)> = Vec::new();
-        let mut pid = self.root;
-        loop {
-            if path.len() >= MAX_DEPTH {
-                return Err(Error::corrupt(
-                    cx.pool.file().name(),
-                    pid.0,
-                    "tree too deep",
-                ));
-            }
-            let s = mtr.write(pid)?;
-            self.check_node(cx, mtr.peek(s), pid, None)?;
-            let b = mtr.peek(s);
-            if hdr::level(b) == 0 {
-                path.push((s, 0));
-                break;
-            }
-            let i = node::child_index(b, key);
-            path.push((s, i));
-            pid = node::child(b, i);
-        }
+        let path = self.latch_path(cx, &mut mtr, key)?;
         let leaf = path[path.len() - 1].0;
         if path.len() < 2 || node::nslots(mtr.peek(leaf)) > 0 {
             return Ok(()); // refilled meanwhile, or it is the root

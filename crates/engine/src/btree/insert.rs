@@ -115,6 +115,41 @@ impl Tree {
         ))
     }
 
+    /// Under the exclusive SMO latch: X-latches every page from the root down to the leaf for
+    /// `key`, checking levels on the way. Returns (slot, index of the child taken) per level,
+    /// root first (the leaf's index is 0).
+    pub(crate) fn latch_path(
+        &self,
+        cx: &Ctx<'_>,
+        mtr: &mut Mtr<'_>,
+        key: &[u8],
+    ) -> Result<Vec<(Slot, usize)>> {
+        let mut path: Vec<(Slot, usize)> = Vec::new();
+        let mut pid = self.root;
+        let mut level = None;
+        loop {
+            if path.len() >= MAX_DEPTH {
+                return Err(Error::corrupt(
+                    cx.pool.file().name(),
+                    pid.0,
+                    "tree too deep",
+                ));
+            }
+            let s = mtr.write(pid)?;
+            self.check_node(cx, mtr.peek(s), pid, level)?;
+            let b = mtr.peek(s);
+            let l = hdr::level(b);
+            if l == 0 {
+                path.push((s, 0));
+                return Ok(path);
+            }
+            let i = node::child_index(b, key);
+            path.push((s, i));
+            level = Some(l - 1);
+            pid = node::child(b, i);
+        }
+    }
+
     fn put_optimistic(
         &self,
         cx: &Ctx<'_>,
@@ -207,31 +242,7 @@ impl Tree {
     ) -> Result<()> {
         let ps = cx.pool.page_size();
         let mut mtr = Mtr::new(cx.pool, cx.dur);
-        // (slot, index of the child taken) from the root down to the leaf
-        let mut path: Vec<(Slot, usize)> = Vec::new();
-        let mut pid = self.root;
-        let mut level = None;
-        loop {
-            if path.len() >= MAX_DEPTH {
-                return Err(Error::corrupt(
-                    cx.pool.file().name(),
-                    pid.0,
-                    "tree too deep",
-                ));
-            }
-            let s = mtr.write(pid)?;
-            self.check_node(cx, mtr.peek(s), pid, level)?;
-            let b = mtr.peek(s);
-            let l = hdr::level(b);
-            if l == 0 {
-                path.push((s, 0));
-                break;
-            }
-            let i = node::child_index(b, key);
-            path.push((s, i));
-            level = Some(l - 1);
-            pid = node::child(b, i);
-        }
+        let path = self.latch_path(cx, &mut mtr, key)?;
         let leaf = path[path.len() - 1].0;
         let plan = plan_leaf(mtr.peek(leaf), key, new_cell);
         if plan.fits {

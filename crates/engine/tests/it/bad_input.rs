@@ -7,7 +7,13 @@ use evenkeel::{Database, Error};
 use std::sync::Arc;
 
 fn loaded(ps: usize) -> (SimStorage, evenkeel::Options) {
-    let o = opts(ps, 64 * ps as u64);
+    loaded_with(ps, true)
+}
+
+fn loaded_with(ps: usize, doublewrite: bool) -> (SimStorage, evenkeel::Options) {
+    let mut o = opts(ps, 64 * ps as u64);
+    o.set("doublewrite", if doublewrite { "on" } else { "off" })
+        .unwrap();
     let (sim, db) = sim_db(o.clone());
     let t = db.create_table("t").unwrap();
     let mut txn = db.begin();
@@ -23,20 +29,6 @@ fn overwrite(sim: &SimStorage, off: u64, bytes: &[u8]) {
     let f = sim.open("evenkeel.data", FileKind::Data, false).unwrap();
     f.write_at(bytes, off).unwrap();
     f.sync().unwrap();
-}
-
-fn loaded_without_doublewrite(ps: usize) -> (SimStorage, evenkeel::Options) {
-    let mut o = opts(ps, 64 * ps as u64);
-    o.set("doublewrite", "off").unwrap();
-    let (sim, db) = sim_db(o.clone());
-    let t = db.create_table("t").unwrap();
-    let mut txn = db.begin();
-    for i in 0..3_000u64 {
-        txn.put(&t, &key16(i), &val(i, 50)).unwrap();
-    }
-    txn.commit().unwrap();
-    db.close().unwrap();
-    (sim, o)
 }
 
 /// With doublewrite on, a page whose last write is still in the doublewrite area is restored
@@ -58,7 +50,7 @@ fn torn_page_is_repaired_from_doublewrite() {
 
 #[test]
 fn garbage_page_is_reported_by_check_and_on_read() {
-    let (sim, o) = loaded_without_doublewrite(4096);
+    let (sim, o) = loaded_with(4096, false);
     overwrite(&sim, 5 * 4096 + 100, &[0xAB; 64]);
     let db = Database::open_in(Arc::new(sim), o).unwrap();
     let r = db.check().unwrap();
