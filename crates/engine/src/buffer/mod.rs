@@ -33,6 +33,9 @@ use std::time::{Duration, Instant};
 /// Pages per extent: the unit of read-ahead and of flush_neighbors=2 (and of instance hashing).
 pub const EXTENT_PAGES: u32 = 64;
 
+/// Dirty pages a user thread writes at once when it finds no clean page to evict.
+const FOREGROUND_FLUSH_BATCH: usize = 32;
+
 /// How many times a thread retries for a free frame when every frame is pinned, before it
 /// reports the pool as too small for the concurrency asked of it.
 const FREE_FRAME_RETRIES: u32 = 2000;
@@ -511,7 +514,7 @@ impl BufferPool {
                 }
                 return Ok(Some(local));
             }
-            let mut dirty_victim = None;
+            let mut dirty_victims: Vec<u32> = Vec::new();
             let mut clean_victim = None;
             // InnoDB's single-page flush scans only the tail; scanning the whole list under the
             // mutex made every miss O(pool) and evicted hot internal pages under puts.
@@ -527,8 +530,8 @@ impl BufferPool {
                     break;
                 }
                 // a page being written right now is clean in a moment: do not write it again
-                if dirty_victim.is_none() && !m.io_busy {
-                    dirty_victim = Some(local);
+                if dirty_victims.len() < FOREGROUND_FLUSH_BATCH && !m.io_busy {
+                    dirty_victims.push(inst.base + local);
                 }
             }
             if let Some(local) = clean_victim {
@@ -555,14 +558,17 @@ impl BufferPool {
                     .free_frame_waits
                     .fetch_add(1, Ordering::Relaxed);
             }
-            if let Some(local) = dirty_victim {
-                let fid = inst.base + local;
+            if !dirty_victims.is_empty() {
                 drop(st);
-                // a single-page flush by a user thread: what LRU cleaning exists to avoid
-                if self.flush_batch(&[fid])? > 0 {
+                // A user thread writing for a free frame: what LRU cleaning exists to avoid.
+                // It writes a batch of the coldest dirty pages, not one: through the
+                // doublewrite area every batch costs two fsyncs, so one page per batch made
+                // each miss pay them (measured: throughput fell 2.5x as these grew).
+                let n = self.flush_batch(&dirty_victims)?;
+                if n > 0 {
                     self.counters
                         .eviction_writes
-                        .fetch_add(1, Ordering::Relaxed);
+                        .fetch_add(n as u64, Ordering::Relaxed);
                 } else {
                     std::thread::sleep(Duration::from_micros(100));
                 }
