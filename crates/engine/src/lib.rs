@@ -5,7 +5,7 @@
 //! Layers, lowest first; a module uses only the layers below it:
 //!
 //! ```text
-//!   types, error, metrics, options
+//!   types, error, options
 //!   page (pure layout), io (Storage trait: real files, simulated disk)
 //!   wal (redo log: group commit, checkpoint slots; record formats), dwb (doublewrite)
 //!   buffer (frames, page table, LRU, flush list; the one write-back function, WAL rule)
@@ -30,7 +30,6 @@ pub mod dwb;
 pub mod error;
 pub mod flush;
 pub mod io;
-pub mod metrics;
 pub mod mtr;
 pub mod options;
 pub mod page;

@@ -73,12 +73,6 @@ impl Lru {
         }
     }
 
-    pub fn set_params(&mut self, old_pct: usize, old_time_ms: u64) {
-        self.old_pct = old_pct;
-        self.old_time_ms = old_time_ms;
-        self.rebalance();
-    }
-
     pub fn len(&self) -> usize {
         self.young.len + self.old.len
     }

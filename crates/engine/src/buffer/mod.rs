@@ -281,12 +281,6 @@ impl BufferPool {
         &self.file
     }
 
-    pub fn set_lru_params(&self, old_pct: usize, old_time_ms: u64) {
-        for inst in self.instances.iter() {
-            inst.state.lock().lru.set_params(old_pct, old_time_ms);
-        }
-    }
-
     fn instance_of(&self, pid: PageId) -> usize {
         // Pages of one 64-page extent share an instance (read-ahead works on extents).
         let h = ((pid.0 >> 6) as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
@@ -720,36 +714,6 @@ impl BufferPool {
         Ok(written)
     }
 
-    /// Drops a page from the pool (after it was freed and written, or for tests).
-    /// Returns false when the page is pinned.
-    pub fn discard(&self, pid: PageId) -> bool {
-        let k = self.instance_of(pid);
-        let inst = &self.instances[k];
-        let mut st = inst.state.lock();
-        let Some(&local) = st.page_table.get(&pid) else {
-            return true;
-        };
-        let fid = inst.base + local;
-        if self.frames[fid as usize].pin.load(Ordering::Acquire) != 0 {
-            return false;
-        }
-        let m = st.meta[local as usize];
-        if st.flush_list.remove(&(m.oldest_lsn, fid)) {
-            st.oldest_sum -= m.oldest_lsn as u128;
-        }
-        st.page_table.remove(&pid);
-        st.lru.remove(local);
-        st.meta[local as usize] = Meta {
-            page: PageId::NONE,
-            oldest_lsn: 0,
-            newest_lsn: 0,
-            io_busy: false,
-            ra: false,
-        };
-        st.free.push(local);
-        true
-    }
-
     /// Frames scanned from an LRU tail by a thread that needs a free frame.
     pub fn set_lru_scan_depth(&self, depth: u64) {
         self.victim_scan_depth
@@ -1010,5 +974,66 @@ impl BufferPool {
         s.read_ahead_pages = ld(&c.read_ahead_pages);
         s.read_ahead_evicted_unused = ld(&c.read_ahead_evicted_unused);
         s
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::io::{FileKind, SimStorage, Storage};
+
+    fn pool(frames: u64) -> BufferPool {
+        let sim = SimStorage::new();
+        let file = sim.open("d", FileKind::Data, true).unwrap();
+        let cfg = PoolConfig {
+            page_size: 4096,
+            pool_bytes: frames * 4096,
+            instances: 1,
+            old_blocks_pct: 37,
+            old_blocks_time_ms: 0,
+        };
+        BufferPool::new(&cfg, file, None, Box::new(DirectSink)).unwrap()
+    }
+
+    /// Dirties `pids` (each formatted as a free page and stamped); returns their frames.
+    fn dirty(p: &BufferPool, pids: &[u32]) -> Vec<u32> {
+        pids.iter()
+            .map(|&n| {
+                let mut g = p.create(PageId(n)).unwrap();
+                page::init(&mut g, PageId(n), page::PageType::Free, 0);
+                g.stamp(Lsn(n as u64 + 1), Lsn(n as u64 + 1));
+                g.fid
+            })
+            .collect()
+    }
+
+    #[test]
+    fn neighbours_contiguous_and_extent() {
+        let p = pool(64);
+        // dirty: 3 4 5 _ 7 ... and 70 in the next extent
+        let f = dirty(&p, &[3, 4, 5, 7, 70]);
+        let (f3, f4, f5, f7, f70) = (f[0], f[1], f[2], f[3], f[4]);
+        // clean page 6 between them
+        drop(p.create(PageId(6)).unwrap());
+        let mut want = vec![f3, f4, f5];
+        want.sort_unstable();
+        assert_eq!(
+            p.with_neighbors(&[f4], 1),
+            want,
+            "mode 1: the contiguous dirty run"
+        );
+        let mut want = vec![f3, f4, f5, f7];
+        want.sort_unstable();
+        assert_eq!(
+            p.with_neighbors(&[f4], 2),
+            want,
+            "mode 2: every dirty page of the extent"
+        );
+        assert_eq!(p.with_neighbors(&[f70], 2), vec![f70], "another extent");
+        assert_eq!(p.with_neighbors(&[f4], 0), vec![f4], "off");
+        // flushing the batch writes them all and leaves them clean
+        assert_eq!(p.flush_batch(&p.with_neighbors(&[f4], 2)).unwrap(), 4);
+        assert_eq!(p.status().pages_dirty, 1);
     }
 }
