@@ -16,7 +16,7 @@ use crate::db::{DbInner, Table};
 use crate::error::{Error, Result};
 use crate::page::node;
 use crate::txn::locks::LockMode;
-use crate::types::{TableId, TxnId};
+use crate::types::{Lsn, TableId, TxnId};
 use crate::wal::record::{self, WriteOp};
 use std::collections::BTreeMap;
 use std::collections::VecDeque;
@@ -253,7 +253,11 @@ impl Transaction {
                 why: "half the redo log capacity (log_file_size x log_files_in_group)",
             });
         }
-        let _room = dur.admit(redo)?;
+        // Reserved: the COMMIT, its apply, and its apply once more: if the engine crashes
+        // while this transaction applies, recovery re-applies all of it (its COMMIT pins the
+        // checkpoint) into a log that already holds what the first apply wrote (found by the
+        // crash campaign: recovery waited on a full log that nothing could free).
+        let _room = dur.admit(redo + apply_estimate)?;
         let range = {
             let (range, _fence) = dur.append_fenced(&payload)?;
             dur.begin_applying(range.start);
@@ -320,6 +324,18 @@ pub(crate) fn reapply(db: &DbInner, pending: BTreeMap<u64, Vec<WriteOp>>) -> Res
         })
         .collect();
     let mut n = 0;
+    // The checkpoint must not pass a COMMIT whose writes are not all applied: if it did and
+    // this recovery crashed, the next one would not find them. Appending the re-applied
+    // changes may need log space, and making room checkpoints (append_fenced).
+    for &commit_lsn in pending.keys() {
+        let _f = db.dur.fence_shared();
+        db.dur.begin_applying(Lsn(commit_lsn));
+    }
+    if !pending.is_empty() {
+        // all the room there is: write what redo dirtied, checkpoint up to the oldest COMMIT
+        db.pool.flush_all()?;
+        db.dur.checkpoint()?;
+    }
     for (commit_lsn, writes) in pending {
         let mut ws = BTreeMap::new();
         for w in writes {
@@ -332,6 +348,7 @@ pub(crate) fn reapply(db: &DbInner, pending: BTreeMap<u64, Vec<WriteOp>>) -> Res
         let mut done = Vec::with_capacity(16);
         record::encode_apply_done(&mut done, commit_lsn);
         drop(db.dur.append_fenced(&done)?);
+        db.dur.end_applying(Lsn(commit_lsn));
         n += 1;
     }
     Ok(n)
