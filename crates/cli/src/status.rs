@@ -257,13 +257,17 @@ fn render_recovery(o: &mut String, s: &Status) {
     );
     let _ = writeln!(
         o,
-        "Pages repaired from doublewrite {}, checkpoint slot repaired {}",
+        "Pages repaired from doublewrite {}{}, checkpoint slots repaired {}, corrupt \
+         doublewrite slots ignored {}, corruptions detected {}",
         r.pages_repaired_from_doublewrite,
-        if r.checkpoint_slot_repaired {
-            "yes"
+        if r.file_header_repaired {
+            " (the file header among them)"
         } else {
-            "no"
-        }
+            ""
+        },
+        r.checkpoint_slots_repaired,
+        r.doublewrite_slots_corrupt,
+        r.corruptions_detected
     );
     let _ = writeln!(
         o,
