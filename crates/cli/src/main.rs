@@ -14,6 +14,7 @@ mod escape;
 mod failure;
 mod knobs;
 mod load;
+mod salvage;
 mod status;
 
 use clap::{Parser, Subcommand};
