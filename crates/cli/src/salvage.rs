@@ -225,9 +225,10 @@ pub fn salvage(dir: &Path, out: &Path) -> Result<Salvaged, Failure> {
         let owner = hdr::owner(&b);
         if owner == evenkeel::catalog::CATALOG_TABLE_ID {
             for i in 0..node::nslots(&b) {
-                if let (Ok(name), node::LeafValue::Inline(v)) =
-                    (std::str::from_utf8(node::key(&b, i)), node::leaf_value(&b, i))
-                {
+                if let (Ok(name), node::LeafValue::Inline(v)) = (
+                    std::str::from_utf8(node::key(&b, i)),
+                    node::leaf_value(&b, i),
+                ) {
                     if let Some((id, _root)) = evenkeel::catalog::decode(v) {
                         names.insert(id, name.to_string());
                     }
@@ -288,7 +289,8 @@ pub fn salvage(dir: &Path, out: &Path) -> Result<Salvaged, Failure> {
     for (id, name) in &names {
         if !leaves.contains_key(id) {
             let path = out.join(file_name(Some(name), *id));
-            File::create(&path).map_err(|e| Failure::op(format!("creating {}", path.display()), e))?;
+            File::create(&path)
+                .map_err(|e| Failure::op(format!("creating {}", path.display()), e))?;
             tables.push(TableOut {
                 name: name.clone(),
                 id: *id,
@@ -357,8 +359,17 @@ pub fn run(dir: &Path, out: &Path) -> CmdResult {
         s.bad_pages.len(),
         s.pages_from_doublewrite
     );
-    let width = s.tables.iter().map(|t| t.name.len()).chain([5]).max().unwrap_or(5);
-    println!("{:<width$} {:>12} {:>12}  file", "table", "rows", "rows skipped");
+    let width = s
+        .tables
+        .iter()
+        .map(|t| t.name.len())
+        .chain([5])
+        .max()
+        .unwrap_or(5);
+    println!(
+        "{:<width$} {:>12} {:>12}  file",
+        "table", "rows", "rows skipped"
+    );
     let (mut rows, mut skipped) = (0u64, 0u64);
     for t in &s.tables {
         println!(

@@ -89,7 +89,13 @@ fn salvage_exports_every_readable_row_when_open_refuses() {
     let clean_out = tmp.path().join("clean");
     let report = expect(
         &run(
-            &["check", dbs, "--salvage", "--out", clean_out.to_str().unwrap()],
+            &[
+                "check",
+                dbs,
+                "--salvage",
+                "--out",
+                clean_out.to_str().unwrap(),
+            ],
             b"",
         ),
         0,
@@ -113,11 +119,13 @@ fn salvage_exports_every_readable_row_when_open_refuses() {
         // the table whose leaves hold keys starting with "small-"
         let leaf = data
             .chunks_exact(PS)
-            .find(|p| p[16] == 2 && u32::from_le_bytes(p[36..40].try_into().unwrap()) != 0 && {
-                let n = u16::from_le_bytes([p[18], p[19]]);
-                n > 0 && {
-                    let off = u16::from_le_bytes([p[40], p[41]]) as usize;
-                    p[off + 6..].starts_with(b"small-")
+            .find(|p| {
+                p[16] == 2 && u32::from_le_bytes(p[36..40].try_into().unwrap()) != 0 && {
+                    let n = u16::from_le_bytes([p[18], p[19]]);
+                    n > 0 && {
+                        let off = u16::from_le_bytes([p[40], p[41]]) as usize;
+                        p[off + 6..].starts_with(b"small-")
+                    }
                 }
             })
             .expect("a leaf of small");
@@ -141,11 +149,20 @@ fn salvage_exports_every_readable_row_when_open_refuses() {
     let refused = run(&["dump", dbs, "--table", "small"], b"");
     assert_ne!(refused.status.code(), Some(0));
     let err = String::from_utf8_lossy(&refused.stderr);
-    assert!(err.contains("checkpoint slots") && err.contains("ib_logfile0"), "{err}");
+    assert!(
+        err.contains("checkpoint slots") && err.contains("ib_logfile0"),
+        "{err}"
+    );
 
     let out_dir = tmp.path().join("salvaged");
     let out = run(
-        &["check", dbs, "--salvage", "--out", out_dir.to_str().unwrap()],
+        &[
+            "check",
+            dbs,
+            "--salvage",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
         b"",
     );
     let report = expect(&out, 3);

@@ -191,14 +191,19 @@ pub fn seal(b: &mut [u8]) {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PageFault {
     AllZero,
-    Checksum { stored: u32, computed: u32 },
+    Checksum {
+        stored: u32,
+        computed: u32,
+    },
     TornLsn {
         header: u64,
         trailer: u64,
         stored: u32,
         computed: u32,
     },
-    Misplaced { found: u32 },
+    Misplaced {
+        found: u32,
+    },
     BadType(u8),
     BadLayout(String),
 }

@@ -11,13 +11,14 @@
 //!
 //! Never: apply a group that is not complete (the log reader returns only whole groups), or
 //! use a page that failed verification (a torn page without a doublewrite copy stops recovery
-//! with an error naming the page).
+//! with an error naming the page), or go on when a page is newer than the end of the readable
+//! log (the WAL rule makes that proof that durable log was lost: refused, naming the page).
 
 use crate::buffer::BufferPool;
 use crate::error::{Error, Result};
 use crate::page::hdr;
-use crate::wal::record::{self, Record, WriteOp};
 use crate::types::Lsn;
+use crate::wal::record::{self, Record, WriteOp};
 use crate::wal::{Recovered, ScanStop};
 use std::collections::BTreeMap;
 

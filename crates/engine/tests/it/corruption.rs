@@ -176,7 +176,10 @@ const KINDS: [Kind; 13] = [
 #[derive(Debug)]
 enum Target {
     Page(u32),
-    LogBlock { file: String, block: u64 },
+    LogBlock {
+        file: String,
+        block: u64,
+    },
     LogFile0,
     /// A doublewrite slot only (the data page is fine).
     DwbSlot,
@@ -293,7 +296,8 @@ impl LogView {
 fn inject(rng: &mut SmallRng, sim: &SimStorage, kind: Kind) -> Option<Target> {
     let data = sim.read_durable(DATA);
     let ty = |b: &[u8]| page::hdr::page_type(b);
-    let pick = |rng: &mut SmallRng, v: Vec<u32>| (!v.is_empty()).then(|| v[rng.gen_range(0..v.len())]);
+    let pick =
+        |rng: &mut SmallRng, v: Vec<u32>| (!v.is_empty()).then(|| v[rng.gen_range(0..v.len())]);
     let flip_page = |rng: &mut SmallRng, p: u32| {
         let base = p as u64 * PS as u64;
         for _ in 0..rng.gen_range(1..=3) {
@@ -354,7 +358,10 @@ fn inject(rng: &mut SmallRng, sim: &SimStorage, kind: Kind) -> Option<Target> {
             let name = format!("ib_logfile{f}");
             // past the 16-byte block header: damage there is taken for a torn end (documented)
             flip_in(rng, sim, &name, off + 16, off + log.bs as u64);
-            Some(Target::LogBlock { file: name, block: b })
+            Some(Target::LogBlock {
+                file: name,
+                block: b,
+            })
         }
         Kind::CheckpointSlotOne | Kind::CheckpointSlotsBoth => {
             let log = LogView::read(sim);
@@ -383,7 +390,8 @@ fn inject(rng: &mut SmallRng, sim: &SimStorage, kind: Kind) -> Option<Target> {
             let base = p as u64 * PS as u64;
             let cut = rng.gen_range(512..PS as u64 - 512);
             let f = sim.open(DATA, FileKind::Data, false).unwrap();
-            f.write_at(&vec![0xA5; PS - cut as usize], base + cut).unwrap();
+            f.write_at(&vec![0xA5; PS - cut as usize], base + cut)
+                .unwrap();
             f.sync().unwrap();
             if kind == Kind::TornPageBadDwb {
                 let sb = (s as u64 + 1) * PS as u64;
@@ -545,16 +553,25 @@ fn run_one(
     let repaired = r.pages_repaired_from_doublewrite + r.checkpoint_slots_repaired;
     let outcome = if read_errors > 0 || !report.is_ok() {
         let Target::Page(p) = target else {
-            panic!("{ctx}: reads failed after open for damage outside the data file: {:?}", report.problems)
+            panic!(
+                "{ctx}: reads failed after open for damage outside the data file: {:?}",
+                report.problems
+            )
         };
         assert!(
-            report.problems.iter().any(|q| q.page == p && q.file.ends_with(DATA)),
+            report
+                .problems
+                .iter()
+                .any(|q| q.page == p && q.file.ends_with(DATA)),
             "{ctx}: check does not report page {p}: {:?}",
             report.problems
         );
         Outcome::AtRead
     } else if repaired > 0 || r.doublewrite_slots_corrupt > 0 {
-        assert!(r.corruptions_detected > 0, "{ctx}: repair not counted: {r:?}");
+        assert!(
+            r.corruptions_detected > 0,
+            "{ctx}: repair not counted: {r:?}"
+        );
         Outcome::Repaired
     } else {
         Outcome::Harmless
