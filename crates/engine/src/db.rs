@@ -435,6 +435,8 @@ impl Database {
             report.doublewrite_slots_corrupt = r.slots_corrupt as u64;
             report.corruptions_detected += (r.pages_damaged + r.slots_corrupt) as u64;
             report.file_header_repaired = r.pages_repaired.contains(&HEADER_PAGE.0);
+            report.doublewrite_header_repaired = d.header_repaired();
+            report.corruptions_detected += u64::from(d.header_repaired());
             if let Some((page, reason)) = r.pages_unrepairable.first() {
                 let more = r.pages_unrepairable.len() - 1;
                 return Err(Error::corrupt(

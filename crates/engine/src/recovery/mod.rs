@@ -38,6 +38,9 @@ pub struct RecoveryReport {
     pub checkpoint_slots_repaired: u64,
     /// The data file header (page 0) failed its checks and was restored from the doublewrite.
     pub file_header_repaired: bool,
+    /// The doublewrite file's header was damaged and has been rewritten (its slots are
+    /// self-verifying page images and were still used).
+    pub doublewrite_header_repaired: bool,
     /// Damaged images found at open, repaired or ignored: data pages that failed verification
     /// and were restored from the doublewrite area, corrupt doublewrite slots, invalid
     /// checkpoint slots. (Damage that makes open refuse is an error instead.)

@@ -6,7 +6,7 @@
 //! - a redo log block inside the range recovery needs, and one behind the checkpoint;
 //! - one checkpoint slot, both slots;
 //! - a doublewrite slot whose data page is fine; a torn data page with a good doublewrite
-//!   copy; a torn data page whose doublewrite copy is bad too.
+//!   copy; a torn data page whose doublewrite copy is bad too; the doublewrite file's header.
 //!
 //! Then the database is opened and every row of the model is read back (point reads and full
 //! scans), and `check` runs. Each run must end in one of: refused at open (the error names the
@@ -152,11 +152,12 @@ enum Kind {
     CheckpointSlotOne,
     CheckpointSlotsBoth,
     DwbCopyBadPageFine,
+    DwbHeader,
     TornPageGoodDwb,
     TornPageBadDwb,
 }
 
-const KINDS: [Kind; 13] = [
+const KINDS: [Kind; 14] = [
     Kind::Leaf,
     Kind::Internal,
     Kind::Catalog,
@@ -168,6 +169,7 @@ const KINDS: [Kind; 13] = [
     Kind::CheckpointSlotOne,
     Kind::CheckpointSlotsBoth,
     Kind::DwbCopyBadPageFine,
+    Kind::DwbHeader,
     Kind::TornPageGoodDwb,
     Kind::TornPageBadDwb,
 ];
@@ -183,6 +185,7 @@ enum Target {
     LogFile0,
     /// A doublewrite slot only (the data page is fine).
     DwbSlot,
+    DwbHeader,
 }
 
 fn page_of(image: &[u8], p: usize) -> &[u8] {
@@ -383,6 +386,10 @@ fn inject(rng: &mut SmallRng, sim: &SimStorage, kind: Kind) -> Option<Target> {
             flip_in(rng, sim, DWB, base, base + PS as u64);
             Some(Target::DwbSlot)
         }
+        Kind::DwbHeader => {
+            flip_in(rng, sim, DWB, 0, PS as u64);
+            Some(Target::DwbHeader)
+        }
         Kind::TornPageGoodDwb | Kind::TornPageBadDwb => {
             let slots = current_dwb_slots(sim);
             let (s, p) = *slots.get(rng.gen_range(0..slots.len().max(1)))?;
@@ -467,6 +474,14 @@ fn check_message(e: &Error, target: &Target, ctx: &str) {
             _ => panic!("{ctx}: unexpected error {text}"),
         },
         Target::DwbSlot => panic!("{ctx}: a bad doublewrite copy of a good page refused: {text}"),
+        // only a flip in the format version field leaves a header that is not plainly damaged
+        Target::DwbHeader => match e {
+            Error::BadDatabase { path, reason } => {
+                assert!(path.ends_with(DWB), "{ctx}: {text}");
+                assert!(reason.contains("format version"), "{ctx}: {text}");
+            }
+            _ => panic!("{ctx}: unexpected error {text}"),
+        },
     }
 }
 
@@ -549,8 +564,15 @@ fn run_one(
         }
         read_errors += u64::from(scan_failed);
     }
+    let corrupt_reads = db.status().buffer.pages_read_corrupt;
+    assert!(
+        read_errors == 0 || corrupt_reads > 0,
+        "{ctx}: {read_errors} failed reads, none counted in pages_read_corrupt"
+    );
     let report = db.check().unwrap();
-    let repaired = r.pages_repaired_from_doublewrite + r.checkpoint_slots_repaired;
+    let repaired = r.pages_repaired_from_doublewrite
+        + r.checkpoint_slots_repaired
+        + u64::from(r.doublewrite_header_repaired);
     let outcome = if read_errors > 0 || !report.is_ok() {
         let Target::Page(p) = target else {
             panic!(
@@ -585,6 +607,9 @@ fn run_one(
         }
         Kind::DwbCopyBadPageFine => {
             assert!(r.doublewrite_slots_corrupt >= 1, "{ctx}: {r:?}");
+        }
+        Kind::DwbHeader => {
+            assert!(r.doublewrite_header_repaired, "{ctx}: {r:?}");
         }
         Kind::TornPageGoodDwb => {
             assert!(r.pages_repaired_from_doublewrite >= 1, "{ctx}: {r:?}");
