@@ -436,4 +436,33 @@ fn corrupt_slot_is_counted_and_not_used() {
     assert_eq!((r.slots_valid, r.slots_corrupt), (1, 1));
     assert!(r.pages_repaired.is_empty());
     assert_eq!(durable_page(&sim, 3), broken, "garbage is not restored");
+    assert_eq!(r.pages_unrepairable.len(), 1, "{r:?}");
+    assert_eq!(r.pages_unrepairable[0].0, 3);
+    assert!(r.pages_unrepairable[0].1.contains("slot 1"), "{r:?}");
+}
+
+/// D3, D5: a damaged data page whose only slot copy is stale (older than the LSN the damaged
+/// page still carries) is not "repaired" with that copy, which would silently undo the changes
+/// between the two versions; it is reported as unrepairable. A corrupt slot over a damaged
+/// page is reported too.
+#[test]
+fn stale_slot_copy_never_replaces_a_damaged_newer_page() {
+    let sim = SimStorage::new();
+    let dwb = Doublewrite::open(&sim, PS, 8).unwrap();
+    let data = data_file(&sim, 8);
+    write(&dwb, &*data, &[(1, 10), (4, 10)]).unwrap(); // slot 1: page 4 at 10 (stale later)
+    write(&dwb, &*data, &[(2, 20)]).unwrap(); // slot 0 reused
+    data.write_at(&image(4, 30, PS), 4 * PS as u64).unwrap(); // written without the dwb
+    data.write_at(&[0x66; 16], 4 * PS as u64 + 900).unwrap(); // then damaged
+    data.sync().unwrap();
+    let damaged = durable_page(&sim, 4);
+    sim.crash();
+    let (dwb, data) = reopen(&sim, 8);
+    let r = dwb.recover(&*data).unwrap();
+    assert!(r.pages_repaired.is_empty(), "{r:?}");
+    assert_eq!(r.pages_unrepairable.len(), 1, "{r:?}");
+    let (page, why) = &r.pages_unrepairable[0];
+    assert_eq!(*page, 4);
+    assert!(why.contains("LSN 10") && why.contains("LSN 30"), "{why}");
+    assert_eq!(durable_page(&sim, 4), damaged, "nothing written over it");
 }
