@@ -14,6 +14,7 @@ mod escape;
 mod failure;
 mod knobs;
 mod load;
+mod salvage;
 mod status;
 
 use clap::{Parser, Subcommand};
@@ -74,7 +75,10 @@ enum Command {
         count. Each problem is printed with its file, page number and broken rule, and the \
         command exits 3. Run it when no other process has the database open. A database that \
         was not shut down cleanly (its process was killed) is first recovered by opening and \
-        closing it with --config/--set, unless --no-recover is given."
+        closing it with --config/--set, unless --no-recover is given. With --salvage --out \
+        DIR it instead exports every readable row of every table into DIR/<table>.tsv (the \
+        load format), skipping pages that fail verification, and reports what it skipped: \
+        the way out when a damaged database refuses to open."
     )]
     Check(check::CheckArgs),
 

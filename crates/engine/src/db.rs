@@ -391,7 +391,15 @@ impl Database {
         }
         let mut first = vec![0u8; page::MIN_PAGE_SIZE];
         file.read_at(&mut first, 0)?;
-        let ps = space::probe_page_size(&first).map_err(bad)?;
+        // A damaged header page may still have a good copy in the doublewrite area, whose own
+        // header gives the page size; repair is tried below, before anything reads page 0.
+        let (ps, header_fault) = match space::probe_page_size(&first) {
+            Ok(ps) => (ps, None),
+            Err(reason) => match crate::dwb::stored_page_size(storage.as_ref()) {
+                Some(ps) => (ps, Some(reason)),
+                None => return Err(bad(format!("file header (page 0): {reason}"))),
+            },
+        };
         // The file's page size wins over the option (which only applies at create time), and so
         // does the log's recorded geometry.
         opts.page_size = ps;
@@ -426,8 +434,38 @@ impl Database {
         let dwb = open_doublewrite(&storage, &opts, ps)?;
         if let Some(d) = &dwb {
             // IMPORTANT: torn pages are restored before redo reads them.
-            report.pages_repaired_from_doublewrite =
-                d.recover(file.as_ref())?.pages_repaired.len() as u64;
+            let r = d.recover(file.as_ref())?;
+            report.pages_repaired_from_doublewrite = r.pages_repaired.len() as u64;
+            report.doublewrite_slots_corrupt = r.slots_corrupt as u64;
+            report.corruptions_detected += (r.pages_damaged + r.slots_corrupt) as u64;
+            report.file_header_repaired = r.pages_repaired.contains(&HEADER_PAGE.0);
+            report.doublewrite_header_repaired = d.header_repaired();
+            report.corruptions_detected += u64::from(d.header_repaired());
+            if let Some((page, reason)) = r.pages_unrepairable.first() {
+                let more = r.pages_unrepairable.len() - 1;
+                return Err(Error::corrupt(
+                    file.name(),
+                    *page,
+                    format!(
+                        "{reason}{}. Refusing to open; `evenkeel check --salvage --out DIR` \
+                         exports every readable row",
+                        if more > 0 {
+                            format!(" (and {more} more page(s) like it)")
+                        } else {
+                            String::new()
+                        }
+                    ),
+                ));
+            }
+        }
+        if let Some(reason) = &header_fault {
+            file.read_at(&mut first, 0)?;
+            space::probe_page_size(&first).map_err(|_| {
+                bad(format!(
+                    "file header (page 0): {reason}, and the doublewrite area holds no usable \
+                     copy of it"
+                ))
+            })?;
         }
         let pool = Arc::new(BufferPool::new(
             &pool_config(&opts, ps),
@@ -436,10 +474,22 @@ impl Database {
             page_sink(&opts, &dwb),
         )?);
         let pending = recovery::redo(&pool, &recovered, &mut report)?;
+        let (recovered_end, recovered_stop) = (recovered.end_lsn, recovered.stop.clone());
         drop(recovered);
         let dur = Arc::new(Durability::new(log.clone(), pool.clone(), opts.clone()));
         let header = {
             let g = pool.read(HEADER_PAGE)?;
+            // The header page changes with every allocation and every shutdown, so it is the
+            // page most likely to show that the log lost durable records redo never saw.
+            if page::hdr::lsn(&g) > recovered_end {
+                return Err(recovery::log_behind_page(
+                    pool.file().name(),
+                    HEADER_PAGE.0,
+                    page::hdr::lsn(&g).0,
+                    recovered_end,
+                    &recovered_stop,
+                ));
+            }
             Header::decode(&g)
         };
         let tree_counters = Arc::new(TreeCounters::default());

@@ -4,3 +4,5 @@
 
 mod cli;
 mod kill;
+
+mod salvage;

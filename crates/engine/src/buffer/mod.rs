@@ -95,6 +95,8 @@ pub struct PoolCounters {
     pub page_requests: AtomicU64,
     pub hits: AtomicU64,
     pub pages_read: AtomicU64,
+    /// Reads whose page failed `page::verify` (returned as `Error::CorruptPage`).
+    pub pages_read_corrupt: AtomicU64,
     pub pages_written: AtomicU64,
     pub pages_created: AtomicU64,
     pub evictions: AtomicU64,
@@ -122,6 +124,8 @@ pub struct PoolStatus {
     pub page_requests: u64,
     pub hits: u64,
     pub pages_read: u64,
+    /// Reads whose page failed verification (each returned as an error naming the page).
+    pub pages_read_corrupt: u64,
     pub pages_written: u64,
     pub pages_created: u64,
     pub evictions: u64,
@@ -492,7 +496,12 @@ impl BufferPool {
         let off = pid.0 as u64 * self.page_size as u64;
         self.file.read_at(buf, off)?;
         self.counters.pages_read.fetch_add(1, Ordering::Relaxed);
-        page::verify(buf, pid).map_err(|f| Error::corrupt(self.file.name(), pid.0, f.to_string()))
+        page::verify(buf, pid).map_err(|f| {
+            self.counters
+                .pages_read_corrupt
+                .fetch_add(1, Ordering::Relaxed);
+            Error::corrupt(self.file.name(), pid.0, f.to_string())
+        })
     }
 
     /// Takes a free frame of instance `k`, evicting a clean page from the LRU tail if needed,
@@ -985,6 +994,7 @@ impl BufferPool {
         s.page_requests = ld(&c.page_requests);
         s.hits = ld(&c.hits);
         s.pages_read = ld(&c.pages_read);
+        s.pages_read_corrupt = ld(&c.pages_read_corrupt);
         s.pages_written = ld(&c.pages_written);
         s.pages_created = ld(&c.pages_created);
         s.evictions = ld(&c.evictions);

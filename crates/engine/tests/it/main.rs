@@ -7,6 +7,7 @@ mod bad_input;
 mod cleaner;
 mod common;
 mod concurrency;
+mod corruption;
 mod crash;
 mod model;
 mod small_pool;
