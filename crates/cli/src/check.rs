@@ -131,7 +131,7 @@ pub fn run(args: &CheckArgs) -> CmdResult {
 
 /// Whether `dir` holds a database whose header page reads as one and says its last run did
 /// not end in a clean shutdown. A header that cannot be read is left to the check to report.
-fn needs_recovery(dir: &Path) -> bool {
+pub(crate) fn needs_recovery(dir: &Path) -> bool {
     let read = || -> Option<bool> {
         let mut f = std::fs::File::open(dir.join(evenkeel::db::DATA_FILE)).ok()?;
         let mut first = vec![0u8; evenkeel::page::MIN_PAGE_SIZE];
