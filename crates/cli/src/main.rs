@@ -10,13 +10,13 @@ mod check;
 mod config;
 mod dirlock;
 mod dump;
-mod escape;
 mod failure;
 mod knobs;
 mod load;
 mod status;
 
 use clap::{Parser, Subcommand};
+use evenkeel_cli::escape;
 use std::process::ExitCode;
 
 const AFTER_HELP: &str = "\

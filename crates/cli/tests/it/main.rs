@@ -3,4 +3,5 @@
 //! SIGKILL and proves every acknowledged line survived.
 
 mod cli;
+mod fuzz;
 mod kill;

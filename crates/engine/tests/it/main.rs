@@ -8,6 +8,8 @@ mod cleaner;
 mod common;
 mod concurrency;
 mod crash;
+mod fuzz;
+mod isolation;
 mod model;
 mod small_pool;
 mod txn;
