@@ -17,23 +17,37 @@ pub fn lines(data: &[u8]) {
                 check_encoded(&out);
                 let r = decode_row(&out[..out.len() - 1], &mut key2, &mut value2);
                 assert!(r.is_ok(), "re-encoded line does not decode: {r:?}");
-                assert!((&key2, &value2) == (&key, &value), "line round trip changed the row");
+                assert!(
+                    (&key2, &value2) == (&key, &value),
+                    "line round trip changed the row"
+                );
             }
             Err(e) => assert!(!e.0.is_empty(), "an error without a reason"),
         }
     }
-    let split = data.first().map_or(0, |&b| usize::from(b) % (data.len() + 1));
+    let split = data
+        .first()
+        .map_or(0, |&b| usize::from(b) % (data.len() + 1));
     let (k, v) = data.split_at(split);
     let mut out = Vec::new();
     encode_row(&mut out, k, v);
     check_encoded(&out);
     let r = decode_row(&out[..out.len() - 1], &mut key, &mut value);
     assert!(r.is_ok(), "encoded row does not decode: {r:?}");
-    assert!((&key[..], &value[..]) == (k, v), "encode then decode changed the row");
+    assert!(
+        (&key[..], &value[..]) == (k, v),
+        "encode then decode changed the row"
+    );
 }
 
 /// An encoded row is one line with one TAB.
 fn check_encoded(out: &[u8]) {
-    assert!(out.iter().filter(|&&b| b == b'\t').count() == 1, "not one TAB");
-    assert!(out.iter().position(|&b| b == b'\n') == Some(out.len() - 1), "not one line");
+    assert!(
+        out.iter().filter(|&&b| b == b'\t').count() == 1,
+        "not one TAB"
+    );
+    assert!(
+        out.iter().position(|&b| b == b'\n') == Some(out.len() - 1),
+        "not one line"
+    );
 }

@@ -50,12 +50,19 @@ pub fn data_file(data: &[u8]) {
         panic!("the simulated storage refused to create a file");
     };
     if file.write_at(&img, 0).is_err() {
-        panic!("the simulated storage refused a write of {} bytes", img.len());
+        panic!(
+            "the simulated storage refused a write of {} bytes",
+            img.len()
+        );
     }
     if let Ok(report) = check::check_file(file.as_ref()) {
         assert!(report.page_size == ps, "check used another page size");
         for p in &report.problems {
-            assert!(!p.rule.is_empty(), "a problem without a rule at page {}", p.page);
+            assert!(
+                !p.rule.is_empty(),
+                "a problem without a rule at page {}",
+                p.page
+            );
         }
     }
 }
@@ -151,7 +158,10 @@ pub(crate) fn check_records(recs: &[Record], ps: usize) {
                         .iter()
                         .map(|w| (w.key.len(), w.value.as_ref().map_or(0, Vec::len))),
                 );
-                assert!(out.len() == size, "commit_size disagrees with encode_commit");
+                assert!(
+                    out.len() == size,
+                    "commit_size disagrees with encode_commit"
+                );
                 let back = record::decode_group(&out, ps);
                 assert!(back.as_deref() == Some(std::slice::from_ref(r)));
             }
@@ -178,7 +188,10 @@ pub fn options(data: &[u8]) {
         Ok(()) => check_options(&o),
         Err(e) => {
             assert!(!e.to_string().is_empty());
-            assert!(o == Options::default(), "a failed apply_pairs changed the options");
+            assert!(
+                o == Options::default(),
+                "a failed apply_pairs changed the options"
+            );
         }
     }
     if let Some((name, value)) = text.split_once('=') {
@@ -201,10 +214,13 @@ fn check_options(o: &Options) {
         panic!("describe() printed {pairs:?}, which does not parse back: {e}");
     }
     assert!(&back == o, "describe() does not round-trip: {pairs:?}");
-    let toml: String = pairs.iter().map(|p| {
-        let (k, v) = p.split_once('=').unwrap_or((p, ""));
-        format!("{k} = \"{v}\"\n")
-    }).collect();
+    let toml: String = pairs
+        .iter()
+        .map(|p| {
+            let (k, v) = p.split_once('=').unwrap_or((p, ""));
+            format!("{k} = \"{v}\"\n")
+        })
+        .collect();
     match Options::from_toml_str(&toml) {
         Ok(t) => assert!(&t == o, "TOML of describe() does not round-trip"),
         Err(e) => panic!("TOML of describe() does not parse: {e}\n{toml}"),

@@ -2,7 +2,7 @@
 //! (`fuzz/corpus/dump_lines/`, lines as `dump` writes them plus damaged ones) is replayed through
 //! `evenkeel_cli::fuzz::lines`, then proptest feeds it mutated seeds and random bytes.
 //!
-//! `EVENKEEL_FUZZ_CASES=N` sets the proptest cases (default 256). The long run is
+//! `EVENKEEL_FUZZ_CASES=N` sets the proptest cases (default 4096). The long run is
 //! `cargo +nightly fuzz run dump_lines` (README.md, "Fuzzing").
 //! `EVENKEEL_WRITE_FUZZ_SEEDS=1 cargo nextest run -p evenkeel-cli --test it write_seed_corpus
 //! --run-ignored only` rewrites the seed files.
@@ -32,7 +32,7 @@ fn cases() -> u32 {
     std::env::var("EVENKEEL_FUZZ_CASES")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(256)
+        .unwrap_or(4096)
 }
 
 #[test]

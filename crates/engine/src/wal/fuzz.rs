@@ -86,5 +86,8 @@ pub(crate) fn log_file(data: &[u8]) {
             crate::fuzz::check_records(&recs, 4096);
         }
     }
-    assert!(out.end_lsn == at, "end LSN is not the end of the last group");
+    assert!(
+        out.end_lsn == at,
+        "end LSN is not the end of the last group"
+    );
 }

@@ -33,11 +33,14 @@ use std::sync::{Barrier, Mutex};
 use std::time::{Duration, Instant};
 
 const THREADS: usize = 8;
+/// Keys of the ordinary runs; the contention run uses fewer.
 const KEYS: u32 = 6;
 const MAX_OPS: usize = 4;
 
 fn fixture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/isolation").join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/isolation")
+        .join(name)
 }
 
 /// Runs adya's list-append check of the history file at `path` against one model.
@@ -56,10 +59,30 @@ fn check_file(path: &Path, model: &str) -> Report {
 fn checker_finds_the_known_anomalies() {
     // (history, model it must violate, anomaly it must name, weaker model it satisfies)
     let cases = [
-        ("g2-write-skew.jsonl", "serializable", "G2-item", Some("snapshot-isolation")),
-        ("g-single-fractured-read.jsonl", "serializable", "G-single-item", Some("read-committed")),
-        ("lost-update.jsonl", "serializable", "lost-update", Some("read-committed")),
-        ("g1c-circular-information-flow.jsonl", "read-committed", "G1c", Some("read-uncommitted")),
+        (
+            "g2-write-skew.jsonl",
+            "serializable",
+            "G2-item",
+            Some("snapshot-isolation"),
+        ),
+        (
+            "g-single-fractured-read.jsonl",
+            "serializable",
+            "G-single-item",
+            Some("read-committed"),
+        ),
+        (
+            "lost-update.jsonl",
+            "serializable",
+            "lost-update",
+            Some("read-committed"),
+        ),
+        (
+            "g1c-circular-information-flow.jsonl",
+            "read-committed",
+            "G1c",
+            Some("read-uncommitted"),
+        ),
         ("g1a-aborted-read.jsonl", "read-committed", "G1a", None),
     ];
     for (file, model, anomaly, weaker) in cases {
@@ -72,7 +95,12 @@ fn checker_finds_the_known_anomalies() {
         );
         if let Some(weaker) = weaker {
             let r = check_file(&fixture(file), weaker);
-            assert_eq!(r.valid, Valid::True, "{file} should satisfy {weaker}: {:?}", r.anomaly_types);
+            assert_eq!(
+                r.valid,
+                Valid::True,
+                "{file} should satisfy {weaker}: {:?}",
+                r.anomaly_types
+            );
         }
     }
 }
@@ -121,7 +149,7 @@ fn key(k: u32) -> Vec<u8> {
 /// A list is stored as its elements, 8 bytes little-endian each.
 fn decode_list(v: Option<Vec<u8>>) -> Vec<i64> {
     let v = v.unwrap_or_default();
-    assert!(v.len() % 8 == 0, "a stored list of {} bytes", v.len());
+    assert_eq!(v.len() % 8, 0, "a stored list of {} bytes", v.len());
     v.chunks(8)
         .map(|c| i64::from_le_bytes(c.try_into().unwrap()))
         .collect()
@@ -211,7 +239,13 @@ struct Outcomes {
 }
 
 /// Runs the workload and returns the history (JSON lines) and the outcome counts.
-fn workload(db: &Database, reads: Reads, txns_per_thread: usize, seed: u64) -> (String, Outcomes) {
+fn workload(
+    db: &Database,
+    reads: Reads,
+    keys: u32,
+    txns_per_thread: usize,
+    seed: u64,
+) -> (String, Outcomes) {
     let t = db.create_table("lists").unwrap();
     let rec = Recorder {
         lines: Mutex::new(Vec::new()),
@@ -237,7 +271,15 @@ fn workload(db: &Database, reads: Reads, txns_per_thread: usize, seed: u64) -> (
                     Mop::Append(a, next.fetch_add(1, Ordering::Relaxed)),
                     Mop::Append(b, next.fetch_add(1, Ordering::Relaxed)),
                 ];
-                tally(run_recorded(rec, db, t, THREADS + p, &mops, reads, Some(barrier)));
+                tally(run_recorded(
+                    rec,
+                    db,
+                    t,
+                    THREADS + p,
+                    &mops,
+                    reads,
+                    Some(barrier),
+                ));
             });
         }
     });
@@ -250,7 +292,7 @@ fn workload(db: &Database, reads: Reads, txns_per_thread: usize, seed: u64) -> (
                     let n = rng.gen_range(1..=MAX_OPS);
                     let mops: Vec<Mop> = (0..n)
                         .map(|_| {
-                            let k = rng.gen_range(0..KEYS);
+                            let k = rng.gen_range(0..keys);
                             if rng.gen_bool(0.5) {
                                 Mop::Append(k, next.fetch_add(1, Ordering::Relaxed))
                             } else {
@@ -276,20 +318,32 @@ fn txns_per_thread() -> usize {
 }
 
 /// Runs the workload, writes the history, and checks each model; a failure keeps the file.
-fn run_and_check(reads: Reads, seed: u64, models: &[&str]) {
+/// Returns the history's path (in a directory that lives as long as the returned guard).
+fn run_and_check(
+    reads: Reads,
+    keys: u32,
+    seed: u64,
+    models: &[&str],
+) -> (tempfile::TempDir, PathBuf, Outcomes) {
     let mut o = opts(4096, 4 << 20);
     o.set("lock_wait_timeout", "2").unwrap();
     let (_sim, db) = sim_db(o);
-    let (history, outcomes) = workload(&db, reads, txns_per_thread(), seed);
+    let (history, outcomes) = workload(&db, reads, keys, txns_per_thread(), seed);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join(format!("history-{reads:?}-{seed}.jsonl"));
     std::fs::write(&path, &history).unwrap();
-    assert!(outcomes.fail >= 1, "the forced deadlock aborted nothing: {outcomes:?}");
-    assert!(outcomes.ok >= (THREADS * txns_per_thread()) as u64 / 2, "{outcomes:?}");
+    assert!(
+        outcomes.fail >= 1,
+        "the forced deadlock aborted nothing: {outcomes:?}"
+    );
+    assert!(
+        outcomes.ok >= (THREADS * txns_per_thread()) as u64 / 2,
+        "{outcomes:?}"
+    );
     for model in models {
         let r = check_file(&path, model);
         if r.valid != Valid::True {
-            let kept = dir.into_path();
+            let kept = dir.keep();
             panic!(
                 "{reads:?} reads, seed {seed}: adya says the history is not {model}: {:?}\n\
                  not: {:?}\n{}\nhistory kept at {}",
@@ -304,16 +358,36 @@ fn run_and_check(reads: Reads, seed: u64, models: &[&str]) {
             outcomes.ok, outcomes.fail
         );
     }
+    (dir, path, outcomes)
 }
 
 #[test]
 fn locking_reads_are_strict_serializable() {
-    run_and_check(Reads::Locking, 1, &["strict-serializable", "serializable"]);
+    run_and_check(
+        Reads::Locking,
+        KEYS,
+        1,
+        &["strict-serializable", "serializable"],
+    );
+}
+
+/// Two hot keys: transactions lock them in random order, so deadlocks abort many of them;
+/// nothing of an aborted transaction may be seen, and the committed ones stay serializable.
+#[test]
+fn aborted_transactions_under_contention() {
+    let (_dir, _path, outcomes) = run_and_check(Reads::Locking, 2, 4, &["strict-serializable"]);
+    eprintln!("contention: {outcomes:?}");
 }
 
 #[test]
 fn plain_reads_are_read_committed() {
-    run_and_check(Reads::Plain, 2, &["read-committed"]);
+    let (_dir, path, _) = run_and_check(Reads::Plain, KEYS, 2, &["read-committed"]);
+    // Not promised, so not asserted: whether this history happened to show read skew.
+    let r = check_file(&path, "serializable");
+    eprintln!(
+        "plain reads against serializable: {:?}, anomalies {:?}",
+        r.valid, r.anomaly_types
+    );
 }
 
 /// The history the workload writes is what adya reads: recorded values round-trip, and a
@@ -322,7 +396,7 @@ fn plain_reads_are_read_committed() {
 #[test]
 fn history_records_real_outcomes() {
     let (_sim, db) = sim_db(opts(4096, 4 << 20));
-    let (history, outcomes) = workload(&db, Reads::Locking, 10, 3);
+    let (history, outcomes) = workload(&db, Reads::Locking, KEYS, 10, 3);
     let ops: Vec<Value> = history
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -342,7 +416,10 @@ fn history_records_real_outcomes() {
     let mut txn = db.begin();
     for k in 0..KEYS {
         for v in decode_list(txn.get(&t, &key(k)).unwrap()) {
-            assert!(!failed.contains(&v), "value {v} of an aborted transaction is stored");
+            assert!(
+                !failed.contains(&v),
+                "value {v} of an aborted transaction is stored"
+            );
         }
     }
     let h = History::from_json(&history).unwrap();
