@@ -118,6 +118,15 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // What the engine's background threads report (a page cleaner that stops on an I/O error,
+    // recovery's summary) goes to stderr: warnings and errors by default, more with RUST_LOG.
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .init();
     let cli = Cli::parse();
     let result = match &cli.command {
         Command::Load(a) => load::run(a),

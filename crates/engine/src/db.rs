@@ -10,7 +10,7 @@ use crate::buffer::{BufferPool, DirectSink, PageSink, PoolConfig, PoolStatus};
 use crate::catalog::Catalog;
 use crate::dwb::{Doublewrite, DWB_FILE_NAME};
 use crate::error::{Error, Result};
-use crate::flush::{cleaner, Durability};
+use crate::flush::{self, cleaner, Durability};
 use crate::io::{File, FileKind, FileStorage, IoStats, Storage};
 use crate::mtr::Mtr;
 use crate::options::Options;
@@ -80,6 +80,7 @@ pub(crate) struct DbInner {
     pub(crate) next_txn: AtomicU64,
     pub(crate) recovery: RecoveryReport,
     cleaner: Mutex<Option<std::thread::JoinHandle<()>>>,
+    lru_cleaner: Mutex<Option<std::thread::JoinHandle<()>>>,
     readers: Mutex<Vec<std::thread::JoinHandle<()>>>,
     pub(crate) catalog: Catalog,
     pub(crate) opts: Options,
@@ -113,6 +114,9 @@ impl DbInner {
         }
         self.dur.stop();
         if let Some(h) = self.cleaner.lock().take() {
+            let _ = h.join();
+        }
+        if let Some(h) = self.lru_cleaner.lock().take() {
             let _ = h.join();
         }
         self.pool.set_read_ahead_queue(None);
@@ -457,6 +461,7 @@ impl Database {
             next_txn: AtomicU64::new(1),
             recovery: RecoveryReport::default(),
             cleaner: Mutex::new(None),
+            lru_cleaner: Mutex::new(None),
             readers: Mutex::new(Vec::new()),
             catalog,
             opts,
@@ -482,6 +487,20 @@ impl Database {
             .spawn(move || cleaner::run(dur))
             .map_err(|e| Error::io("flusher thread", "spawn", e))?;
         *inner.cleaner.lock() = Some(handle);
+        let dur = inner.dur.clone();
+        let handle = std::thread::Builder::new()
+            .name("evenkeel-lru".into())
+            .spawn(move || flush::lru::run(dur))
+            .map_err(|e| Error::io("LRU cleaner thread", "spawn", e))?;
+        *inner.lru_cleaner.lock() = Some(handle);
+        // a reader that finds no free frame wakes the LRU cleaner (weak: the pool must not
+        // keep the durability state, which owns the pool, alive)
+        let weak = Arc::downgrade(&inner.dur);
+        inner.pool.set_free_frame_waker(Box::new(move || {
+            if let Some(d) = weak.upgrade() {
+                d.wake_lru();
+            }
+        }));
         // read-ahead threads: requests are hints, so a bounded queue drops them when full
         let (tx, rx) = crossbeam::channel::bounded::<PageId>(1024);
         for i in 0..inner.opts.read_io_threads {

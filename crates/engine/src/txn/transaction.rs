@@ -231,13 +231,29 @@ impl Transaction {
         }
         let mut payload = Vec::with_capacity(size);
         record::encode_commit(&mut payload, self.id.0, &ops);
-        // Page diffs of applying the writes: about one changed cell, slot shifts and header
-        // bytes per write, plus the record framing.
+        // Page diffs of applying the writes: per write the changed cell (twice: the new one
+        // and the bytes it moves), header bytes and record framing, and a 64th of a page
+        // for the slot-array shift of an insert in the middle of a page and the amortized
+        // split. The reservation must not be short: an applying transaction pins the
+        // checkpoint at its COMMIT, so a log that fills under it cannot be freed (measured:
+        // 3,000 random index inserts in one transaction wrote 3x the old estimate of 2 x the
+        // cell + 256 bytes, filled a 4 MiB log and stopped the engine).
+        let per_op_pages = (db.pool.page_size() / 64) as u64;
         let apply_estimate: u64 = ops
             .iter()
-            .map(|o| 2 * (o.1.len() + o.2.map_or(0, <[u8]>::len)) as u64 + 256)
+            .map(|o| 2 * (o.1.len() + o.2.map_or(0, <[u8]>::len)) as u64 + 256 + per_op_pages)
             .sum();
-        let _room = dur.admit(size as u64 + apply_estimate)?;
+        let redo = size as u64 + apply_estimate;
+        let redo_limit = dur.log.capacity() / 2;
+        if redo > redo_limit {
+            return Err(Error::TransactionTooLarge {
+                what: "redo of the COMMIT record and its page changes (estimated)",
+                bytes: redo,
+                limit: redo_limit,
+                why: "half the redo log capacity (log_file_size x log_files_in_group)",
+            });
+        }
+        let _room = dur.admit(redo)?;
         let range = {
             let (range, _fence) = dur.append_fenced(&payload)?;
             dur.begin_applying(range.start);
