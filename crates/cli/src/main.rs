@@ -10,7 +10,6 @@ mod check;
 mod config;
 mod dirlock;
 mod dump;
-mod escape;
 mod failure;
 mod knobs;
 mod load;
@@ -20,6 +19,7 @@ mod status;
 mod torture;
 
 use clap::{Parser, Subcommand};
+use evenkeel_cli::escape;
 use std::process::ExitCode;
 
 const AFTER_HELP: &str = "\

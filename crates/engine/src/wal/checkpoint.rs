@@ -43,7 +43,11 @@ pub(crate) fn encode_slot(geom: &Geometry, slot: &Slot) -> Vec<u8> {
     b
 }
 
-fn decode_slot(raw: &[u8], geom: &Geometry, index: usize) -> std::result::Result<Slot, String> {
+pub(super) fn decode_slot(
+    raw: &[u8],
+    geom: &Geometry,
+    index: usize,
+) -> std::result::Result<Slot, String> {
     if !checksum_ok(raw) {
         let n = raw.len().saturating_sub(4);
         return Err(format!(

@@ -9,6 +9,8 @@ mod common;
 mod concurrency;
 mod corruption;
 mod crash;
+mod fuzz;
+mod isolation;
 mod model;
 mod small_pool;
 mod txn;
