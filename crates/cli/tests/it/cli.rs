@@ -13,8 +13,8 @@ fn evenkeel() -> Command {
     Command::new(env!("CARGO_BIN_EXE_evenkeel"))
 }
 
-/// Runs the binary with `args`, feeding `stdin`.
-fn run(args: &[&str], stdin: &[u8]) -> Output {
+/// Runs the binary with `args`, feeding `stdin` (shared by the other modules).
+pub(crate) fn run(args: &[&str], stdin: &[u8]) -> Output {
     let mut child = evenkeel()
         .args(args)
         .stdin(Stdio::piped())

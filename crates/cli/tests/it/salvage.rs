@@ -3,27 +3,9 @@
 //! damaged (so a normal open refuses), it exports every row except those of the damaged page,
 //! reports that page, exits 3, and `load` rebuilds the tables from its files.
 
-use std::io::Write;
+use crate::cli::run;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
-
-fn run(args: &[&str], stdin: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_evenkeel"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn evenkeel");
-    let mut input = child.stdin.take().expect("stdin");
-    let data = stdin.to_vec();
-    let feeder = std::thread::spawn(move || {
-        let _ = input.write_all(&data);
-    });
-    let out = child.wait_with_output().expect("wait for evenkeel");
-    feeder.join().expect("stdin feeder");
-    out
-}
+use std::process::Output;
 
 fn expect(out: &Output, code: i32) -> String {
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
