@@ -14,7 +14,7 @@ use super::file::{check_name, IoCounters, IoStats};
 use super::{File, FileKind, Storage};
 use crate::error::{Error, Result};
 use parking_lot::Mutex;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 /// A limit on simulated file size, so a wild offset fails instead of exhausting memory.
@@ -197,6 +197,8 @@ struct State {
     durable_dir: BTreeMap<String, NodeRef>,
     faults: Vec<ActiveFault>,
     tears: HashMap<String, usize>,
+    /// Files whose pending tear also cuts the power.
+    tear_cuts: BTreeSet<String>,
     counts: FaultCounts,
     /// Mutating operations left before the power is cut (`power_cut_after`).
     cut_in: Option<u64>,
@@ -261,6 +263,7 @@ impl State {
         self.epoch += 1;
         self.faults.clear();
         self.tears.clear();
+        self.tear_cuts.clear();
         self.cut_in = None;
         self.lost_at_crash.clear();
         let mut rng = SplitMix64(match mode {
@@ -388,9 +391,11 @@ impl SimStorage {
         self.inner.state.lock().dead
     }
 
-    /// Powers the disk back on after `power_cut_after` fired (a no-op otherwise).
+    /// Powers the disk back on after a power cut, and cancels a pending `power_cut_after`.
     pub fn restart(&self) {
-        self.inner.state.lock().dead = false;
+        let mut st = self.inner.state.lock();
+        st.dead = false;
+        st.cut_in = None;
     }
 
     /// Adds a fault; faults are checked in the order they were added. Panics on a `LostSync`
@@ -422,6 +427,15 @@ impl SimStorage {
             .lock()
             .tears
             .insert(file.to_string(), keep_bytes);
+    }
+
+    /// As `tear_next_write`, and the power fails right then (as `power_cut_after` firing: the
+    /// unsynced operations are lost, every later call fails until `restart`): a write torn by
+    /// a power loss.
+    pub fn tear_next_write_then_cut(&self, file: &str, keep_bytes: usize) {
+        let mut st = self.inner.state.lock();
+        st.tears.insert(file.to_string(), keep_bytes);
+        st.tear_cuts.insert(file.to_string());
     }
 
     pub fn fault_counts(&self) -> FaultCounts {
@@ -648,6 +662,14 @@ impl File for SimFile {
             // The prefix reached the platter: it is durable whatever the crash mode.
             write_into(&mut node.durable, offset, prefix);
             st.counts.torn_writes += 1;
+            if st.tear_cuts.remove(&self.name) {
+                drop(node);
+                st.counts.power_cuts += 1;
+                st.crash(&CrashMode::DropUnsynced);
+                st.dead = true;
+                let e = std::io::Error::other("the simulated power was cut");
+                return Err(self.err("write", e));
+            }
             st.counts.eio += 1;
             let e = std::io::Error::from_raw_os_error(libc::EIO);
             return Err(self.err("write", e));

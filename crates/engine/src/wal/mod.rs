@@ -98,7 +98,7 @@ mod block;
 mod buffer;
 mod checkpoint;
 mod header;
-mod layout;
+pub(crate) mod layout;
 mod reader;
 pub mod record;
 mod stats;

@@ -8,6 +8,7 @@ mod cleaner;
 mod common;
 mod concurrency;
 mod crash;
+mod faults;
 mod model;
 mod small_pool;
 mod txn;
