@@ -12,6 +12,8 @@
 //! a torn page whose good copy is in the doublewrite area) and would fail the B+tree rules
 //! without being damaged. Recovery opens and closes the database with the `--config`/`--set`
 //! options and says so on stderr; `--no-recover` checks the file as it lies.
+//!
+//! `--salvage --out DIR` is the way out for a damaged database: see `salvage.rs`.
 
 use crate::config::ConfigArgs;
 use crate::dirlock;
@@ -41,12 +43,42 @@ pub struct CheckArgs {
     #[arg(long)]
     pub no_recover: bool,
 
+    /// The way out for a damaged database (also when a normal open refuses): export every
+    /// readable row, one dump file per table in the load format, into --out DIR, skipping
+    /// pages that fail verification; prints rows exported and pages skipped (exit 3 if any)
+    #[arg(long, requires = "out", conflicts_with_all = ["json", "tpcc"])]
+    pub salvage: bool,
+
+    /// Directory for the --salvage dump files (created if missing)
+    #[arg(long, requires = "salvage", value_name = "DIR")]
+    pub out: Option<PathBuf>,
+
     #[command(flatten)]
     pub config: ConfigArgs,
 }
 
 pub fn run(args: &CheckArgs) -> CmdResult {
     let lock = dirlock::lock(&args.dir)?;
+    if let (true, Some(out)) = (args.salvage, &args.out) {
+        if !args.dir.join(evenkeel::db::DATA_FILE).exists() {
+            return Err(Failure::Operation(format!(
+                "{}: no database here ({} is missing)",
+                args.dir.display(),
+                evenkeel::db::DATA_FILE
+            )));
+        }
+        // Recovery first, as for a check; when the damage makes it refuse, salvage the file as
+        // it lies (changes only in the redo log are then missing).
+        if !args.no_recover && needs_recovery(&args.dir) {
+            if let Err(e) = recover(args) {
+                eprintln!(
+                    "evenkeel check --salvage: crash recovery refused ({e}); salvaging the \
+                     data file as it lies: changes only in the redo log are missing"
+                );
+            }
+        }
+        return crate::salvage::run(&args.dir, out);
+    }
     if !args.no_recover && needs_recovery(&args.dir) {
         recover(args)?;
     }
@@ -99,7 +131,7 @@ pub fn run(args: &CheckArgs) -> CmdResult {
 
 /// Whether `dir` holds a database whose header page reads as one and says its last run did
 /// not end in a clean shutdown. A header that cannot be read is left to the check to report.
-fn needs_recovery(dir: &Path) -> bool {
+pub(crate) fn needs_recovery(dir: &Path) -> bool {
     let read = || -> Option<bool> {
         let mut f = std::fs::File::open(dir.join(evenkeel::db::DATA_FILE)).ok()?;
         let mut first = vec![0u8; evenkeel::page::MIN_PAGE_SIZE];
@@ -120,6 +152,9 @@ fn recover(args: &CheckArgs) -> CmdResult {
     let opts = args.config.options_for(&args.dir)?;
     let damaged = |e: Error| match e {
         e @ Error::CorruptPage { .. } => {
+            Failure::Damaged(format!("crash recovery of {dir} before the check: {e}"))
+        }
+        e @ Error::BadDatabase { .. } => {
             Failure::Damaged(format!("crash recovery of {dir} before the check: {e}"))
         }
         e => Failure::engine(format!("crash recovery of {dir} before the check"), e),

@@ -92,8 +92,8 @@ pub fn render(s: &Status, tables: &[String], doublewrite: bool) -> String {
     );
     let _ = writeln!(
         o,
-        "Pages read {}, created {}, written {}",
-        b.pages_read, b.pages_created, b.pages_written
+        "Pages read {} (failed verification {}), created {}, written {}",
+        b.pages_read, b.pages_read_corrupt, b.pages_created, b.pages_written
     );
     let _ = writeln!(
         o,
@@ -257,13 +257,22 @@ fn render_recovery(o: &mut String, s: &Status) {
     );
     let _ = writeln!(
         o,
-        "Pages repaired from doublewrite {}, checkpoint slot repaired {}",
+        "Pages repaired from doublewrite {}{}, checkpoint slots repaired {}, corrupt \
+         doublewrite slots ignored {}{}, corruptions detected {}",
         r.pages_repaired_from_doublewrite,
-        if r.checkpoint_slot_repaired {
-            "yes"
+        if r.file_header_repaired {
+            " (the file header among them)"
         } else {
-            "no"
-        }
+            ""
+        },
+        r.checkpoint_slots_repaired,
+        r.doublewrite_slots_corrupt,
+        if r.doublewrite_header_repaired {
+            ", doublewrite header rewritten"
+        } else {
+            ""
+        },
+        r.corruptions_detected
     );
     let _ = writeln!(
         o,

@@ -10,7 +10,7 @@ use crate::buffer::{BufferPool, DirectSink, PageSink, PoolConfig, PoolStatus};
 use crate::catalog::Catalog;
 use crate::dwb::{Doublewrite, DWB_FILE_NAME};
 use crate::error::{Error, Result};
-use crate::flush::{cleaner, Durability};
+use crate::flush::{self, cleaner, Durability};
 use crate::io::{File, FileKind, FileStorage, IoStats, Storage};
 use crate::mtr::Mtr;
 use crate::options::Options;
@@ -80,6 +80,7 @@ pub(crate) struct DbInner {
     pub(crate) next_txn: AtomicU64,
     pub(crate) recovery: RecoveryReport,
     cleaner: Mutex<Option<std::thread::JoinHandle<()>>>,
+    lru_cleaner: Mutex<Option<std::thread::JoinHandle<()>>>,
     readers: Mutex<Vec<std::thread::JoinHandle<()>>>,
     pub(crate) catalog: Catalog,
     pub(crate) opts: Options,
@@ -113,6 +114,9 @@ impl DbInner {
         }
         self.dur.stop();
         if let Some(h) = self.cleaner.lock().take() {
+            let _ = h.join();
+        }
+        if let Some(h) = self.lru_cleaner.lock().take() {
             let _ = h.join();
         }
         self.pool.set_read_ahead_queue(None);
@@ -413,7 +417,15 @@ impl Database {
         }
         let mut first = vec![0u8; page::MIN_PAGE_SIZE];
         file.read_at(&mut first, 0)?;
-        let ps = space::probe_page_size(&first).map_err(bad)?;
+        // A damaged header page may still have a good copy in the doublewrite area, whose own
+        // header gives the page size; repair is tried below, before anything reads page 0.
+        let (ps, header_fault) = match space::probe_page_size(&first) {
+            Ok(ps) => (ps, None),
+            Err(reason) => match crate::dwb::stored_page_size(storage.as_ref()) {
+                Some(ps) => (ps, Some(reason)),
+                None => return Err(bad(format!("file header (page 0): {reason}"))),
+            },
+        };
         // The file's page size wins over the option (which only applies at create time), and so
         // does the log's recorded geometry.
         opts.page_size = ps;
@@ -448,8 +460,38 @@ impl Database {
         let dwb = open_doublewrite(&storage, &opts, ps)?;
         if let Some(d) = &dwb {
             // IMPORTANT: torn pages are restored before redo reads them.
-            report.pages_repaired_from_doublewrite =
-                d.recover(file.as_ref())?.pages_repaired.len() as u64;
+            let r = d.recover(file.as_ref())?;
+            report.pages_repaired_from_doublewrite = r.pages_repaired.len() as u64;
+            report.doublewrite_slots_corrupt = r.slots_corrupt as u64;
+            report.corruptions_detected += (r.pages_damaged + r.slots_corrupt) as u64;
+            report.file_header_repaired = r.pages_repaired.contains(&HEADER_PAGE.0);
+            report.doublewrite_header_repaired = d.header_repaired();
+            report.corruptions_detected += u64::from(d.header_repaired());
+            if let Some((page, reason)) = r.pages_unrepairable.first() {
+                let more = r.pages_unrepairable.len() - 1;
+                return Err(Error::corrupt(
+                    file.name(),
+                    *page,
+                    format!(
+                        "{reason}{}. Refusing to open; `evenkeel check --salvage --out DIR` \
+                         exports every readable row",
+                        if more > 0 {
+                            format!(" (and {more} more page(s) like it)")
+                        } else {
+                            String::new()
+                        }
+                    ),
+                ));
+            }
+        }
+        if let Some(reason) = &header_fault {
+            file.read_at(&mut first, 0)?;
+            space::probe_page_size(&first).map_err(|_| {
+                bad(format!(
+                    "file header (page 0): {reason}, and the doublewrite area holds no usable \
+                     copy of it"
+                ))
+            })?;
         }
         let pool = Arc::new(BufferPool::new(
             &pool_config(&opts, ps),
@@ -458,10 +500,22 @@ impl Database {
             page_sink(&opts, &dwb),
         )?);
         let pending = recovery::redo(&pool, &recovered, &mut report)?;
+        let (recovered_end, recovered_stop) = (recovered.end_lsn, recovered.stop.clone());
         drop(recovered);
         let dur = Arc::new(Durability::new(log.clone(), pool.clone(), opts.clone()));
         let header = {
             let g = pool.read(HEADER_PAGE)?;
+            // The header page changes with every allocation and every shutdown, so it is the
+            // page most likely to show that the log lost durable records redo never saw.
+            if page::hdr::lsn(&g) > recovered_end {
+                return Err(recovery::log_behind_page(
+                    pool.file().name(),
+                    HEADER_PAGE.0,
+                    page::hdr::lsn(&g).0,
+                    recovered_end,
+                    &recovered_stop,
+                ));
+            }
             Header::decode(&g)
         };
         let tree_counters = Arc::new(TreeCounters::default());
@@ -483,6 +537,7 @@ impl Database {
             next_txn: AtomicU64::new(1),
             recovery: RecoveryReport::default(),
             cleaner: Mutex::new(None),
+            lru_cleaner: Mutex::new(None),
             readers: Mutex::new(Vec::new()),
             catalog,
             opts,
@@ -508,6 +563,20 @@ impl Database {
             .spawn(move || cleaner::run(dur))
             .map_err(|e| Error::io("flusher thread", "spawn", e))?;
         *inner.cleaner.lock() = Some(handle);
+        let dur = inner.dur.clone();
+        let handle = std::thread::Builder::new()
+            .name("evenkeel-lru".into())
+            .spawn(move || flush::lru::run(dur))
+            .map_err(|e| Error::io("LRU cleaner thread", "spawn", e))?;
+        *inner.lru_cleaner.lock() = Some(handle);
+        // a reader that finds no free frame wakes the LRU cleaner (weak: the pool must not
+        // keep the durability state, which owns the pool, alive)
+        let weak = Arc::downgrade(&inner.dur);
+        inner.pool.set_free_frame_waker(Box::new(move || {
+            if let Some(d) = weak.upgrade() {
+                d.wake_lru();
+            }
+        }));
         // read-ahead threads: requests are hints, so a bounded queue drops them when full
         let (tx, rx) = crossbeam::channel::bounded::<PageId>(1024);
         for i in 0..inner.opts.read_io_threads {

@@ -29,6 +29,8 @@ pub mod db;
 pub mod dwb;
 pub mod error;
 pub mod flush;
+#[doc(hidden)]
+pub mod fuzz;
 pub mod io;
 pub mod mtr;
 pub mod options;

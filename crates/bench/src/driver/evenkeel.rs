@@ -54,10 +54,21 @@ impl EvenkeelDriver {
             .map_err(|e| BenchError::Usage(format!("--set: {e}")))?;
         fit_log_buffer(&mut opts);
         let db = Database::open_or_create(dir, opts).map_err(|e| BenchError::Driver(map_err(e)))?;
-        Ok(EvenkeelDriver {
+        Ok(EvenkeelDriver::from_database(db))
+    }
+
+    /// Drive a database the caller opened itself (a crash test that reads what recovery did
+    /// from its status before running workload checks through the adapter).
+    pub fn from_database(db: Database) -> EvenkeelDriver {
+        EvenkeelDriver {
             db,
             tables: RwLock::new(Arc::new(Vec::new())),
-        })
+        }
+    }
+
+    /// The database behind the adapter.
+    pub fn database(&self) -> &Database {
+        &self.db
     }
 }
 

@@ -566,7 +566,10 @@ fn every_command_has_help_and_only_working_commands_are_listed() {
         .collect();
     assert_eq!(
         listed,
-        ["load", "dump", "check", "status", "options", "bench", "sweep", "help"]
+        [
+            "load", "dump", "check", "status", "options", "bench", "sweep", "torture", "soak",
+            "help"
+        ]
     );
     for cmd in [
         "load",
@@ -577,6 +580,8 @@ fn every_command_has_help_and_only_working_commands_are_listed() {
         "help-options",
         "bench",
         "sweep",
+        "torture",
+        "soak",
     ] {
         let out = run(&[cmd, "--help"], b"");
         expect_code(&out, 0);

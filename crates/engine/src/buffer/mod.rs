@@ -35,6 +35,9 @@ pub const EXTENT_PAGES: u32 = 64;
 
 /// Dirty pages a user thread writes at once when it finds no clean page to evict.
 const FOREGROUND_FLUSH_BATCH: usize = 32;
+/// Times a reader with no free frame wakes the LRU cleaner and waits 200 µs before it writes
+/// dirty tail pages itself.
+const LRU_WAKE_WAITS: u32 = 5;
 
 /// How many times a thread retries for a free frame when every frame is pinned, before it
 /// reports the pool as too small for the concurrency asked of it.
@@ -92,6 +95,8 @@ pub struct PoolCounters {
     pub page_requests: AtomicU64,
     pub hits: AtomicU64,
     pub pages_read: AtomicU64,
+    /// Reads whose page failed `page::verify` (returned as `Error::CorruptPage`).
+    pub pages_read_corrupt: AtomicU64,
     pub pages_written: AtomicU64,
     pub pages_created: AtomicU64,
     pub evictions: AtomicU64,
@@ -119,6 +124,8 @@ pub struct PoolStatus {
     pub page_requests: u64,
     pub hits: u64,
     pub pages_read: u64,
+    /// Reads whose page failed verification (each returned as an error naming the page).
+    pub pages_read_corrupt: u64,
     pub pages_written: u64,
     pub pages_created: u64,
     pub evictions: u64,
@@ -175,6 +182,9 @@ pub struct BufferPool {
     ra_mode: std::sync::atomic::AtomicU8,
     ra_threshold: AtomicU32,
     ra_queue: Mutex<Option<crossbeam::channel::Sender<PageId>>>,
+    /// Called when a reader finds no free frame and no clean page near the LRU tail: wakes
+    /// the LRU cleaner before the reader falls back to writing pages itself.
+    free_frame_waker: std::sync::OnceLock<Box<dyn Fn() + Send + Sync>>,
     frames: Box<[Frame]>,
     instances: Box<[Instance]>,
     per_instance: u32,
@@ -263,6 +273,7 @@ impl BufferPool {
             ra_mode: std::sync::atomic::AtomicU8::new(0),
             ra_threshold: AtomicU32::new(56),
             ra_queue: Mutex::new(None),
+            free_frame_waker: std::sync::OnceLock::new(),
             frames,
             instances,
             per_instance: per_instance as u32,
@@ -495,7 +506,12 @@ impl BufferPool {
             other => other,
         })?;
         self.counters.pages_read.fetch_add(1, Ordering::Relaxed);
-        page::verify(buf, pid).map_err(|f| Error::corrupt(self.file.name(), pid.0, f.to_string()))
+        page::verify(buf, pid).map_err(|f| {
+            self.counters
+                .pages_read_corrupt
+                .fetch_add(1, Ordering::Relaxed);
+            Error::corrupt(self.file.name(), pid.0, f.to_string())
+        })
     }
 
     /// Takes a free frame of instance `k`, evicting a clean page from the LRU tail if needed,
@@ -561,6 +577,18 @@ impl BufferPool {
                 self.counters
                     .free_frame_waits
                     .fetch_add(1, Ordering::Relaxed);
+            }
+            if !dirty_victims.is_empty() && tries < LRU_WAKE_WAITS {
+                // Ask the LRU cleaner first and wait a moment for a frame it frees: writing
+                // here is what the LRU cleaner exists to avoid (counted and timed as a wait).
+                if let Some(wake) = self.free_frame_waker.get() {
+                    tries += 1;
+                    drop(st);
+                    wake();
+                    std::thread::sleep(Duration::from_micros(200));
+                    st = inst.state.lock();
+                    continue;
+                }
             }
             if !dirty_victims.is_empty() {
                 drop(st);
@@ -736,6 +764,11 @@ impl BufferPool {
     }
 
     /// Frames scanned from an LRU tail by a thread that needs a free frame.
+    /// Sets what a reader calls when it finds no free frame (once; later calls are ignored).
+    pub fn set_free_frame_waker(&self, f: Box<dyn Fn() + Send + Sync>) {
+        let _ = self.free_frame_waker.set(f);
+    }
+
     pub fn set_lru_scan_depth(&self, depth: u64) {
         self.victim_scan_depth
             .store(depth.clamp(1, u32::MAX as u64) as u32, Ordering::Relaxed);
@@ -982,6 +1015,7 @@ impl BufferPool {
         s.page_requests = ld(&c.page_requests);
         s.hits = ld(&c.hits);
         s.pages_read = ld(&c.pages_read);
+        s.pages_read_corrupt = ld(&c.pages_read_corrupt);
         s.pages_written = ld(&c.pages_written);
         s.pages_created = ld(&c.pages_created);
         s.evictions = ld(&c.evictions);

@@ -40,6 +40,15 @@ pub(super) fn stored_page_size(raw: &[u8]) -> Option<usize> {
     PAGE_SIZES.contains(&ps).then_some(ps)
 }
 
+/// Whether a header that fails [`check`] is damaged (bad magic, or a checksum that does not
+/// match) rather than a valid header of another version or geometry.
+pub(super) fn is_damage(raw: &[u8]) -> bool {
+    let body = raw.len().saturating_sub(CHECKSUM_SIZE);
+    raw.get(0..4) != Some(MAGIC.as_slice())
+        || (le_u32(raw, 4) == Some(FORMAT_VERSION)
+            && le_u32(raw, body) != Some(crc32c::crc32c(&raw[..body])))
+}
+
 /// Checks a header block read back (`raw` is the whole block as the file holds it); the error
 /// is a reason fit for a user.
 pub(super) fn check(raw: &[u8], page_size: usize, slots: usize) -> Result<(), String> {

@@ -13,6 +13,10 @@
 //!   `page::verify` for the page number stored in it; the data copy is replaced only if it fails
 //!   `page::verify` (torn, checksum, misplaced, all zero, beyond the end of the file) or carries
 //!   a lower LSN than the newest valid slot copy of that page. A torn slot is never restored.
+//!   A slot copy older than both LSN copies a damaged data page carries is a stale copy from an
+//!   earlier batch and is never restored either (it would silently undo the changes between
+//!   the two); such a page, and a damaged page whose only slot copy is corrupt, is reported as
+//!   unrepairable and the database refuses to open.
 //! - D4 (fail-stop): a failed write or fsync is returned once, naming the file, and is never
 //!   retried; every later `write_batch` on the same `Doublewrite` is refused (`Error::Poisoned`).
 //!   The caller poisons the engine.
@@ -61,6 +65,20 @@ mod tests;
 pub use stats::DwbStats;
 pub use writer::Doublewrite;
 
+/// The page size recorded in the doublewrite file's header, when there is a file with a
+/// readable one (used to find a damaged data file header's copy).
+pub fn stored_page_size(storage: &dyn crate::io::Storage) -> Option<usize> {
+    if !storage.exists(DWB_FILE_NAME) {
+        return None;
+    }
+    let f = storage
+        .open(DWB_FILE_NAME, crate::io::FileKind::Doublewrite, false)
+        .ok()?;
+    let mut head = [0u8; 16];
+    f.read_at(&mut head, 0).ok()?;
+    header::stored_page_size(&head)
+}
+
 /// The doublewrite file's name in the database directory.
 pub const DWB_FILE_NAME: &str = "evenkeel.dblwr";
 
@@ -83,4 +101,11 @@ pub struct DwbReport {
     pub pages_checked: usize,
     /// Pages restored in place from the doublewrite area, in page order.
     pub pages_repaired: Vec<u32>,
+    /// Of `pages_repaired`, those whose data copy failed `page::verify` (torn or corrupted; the
+    /// others were older or beyond the end of the file).
+    pub pages_damaged: usize,
+    /// Pages damaged in place whose doublewrite copy cannot be used (corrupted too, or older
+    /// than the damaged page claims to be), with the reason; left as they are. Opening a
+    /// database refuses when this is not empty.
+    pub pages_unrepairable: Vec<(u32, String)>,
 }

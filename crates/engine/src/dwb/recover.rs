@@ -32,16 +32,19 @@ impl Doublewrite {
         let staging = &mut area.staging[..present * ps];
         self.file.read_at(staging, self.slot_offset(0))?;
 
-        // Newest valid copy of each page: (LSN, slot).
+        // Newest valid copy of each page: (LSN, slot). Corrupt slots: (slot, page number the
+        // image claims, what is wrong with it).
         let mut newest: BTreeMap<u32, (Lsn, usize)> = BTreeMap::new();
+        let mut corrupt: Vec<(usize, u32, String)> = Vec::new();
         for (slot, image) in staging.chunks_exact(ps).enumerate() {
             if image.iter().all(|&b| b == 0) {
                 report.slots_empty += 1;
                 continue;
             }
             let pid = hdr::page_no(image);
-            if page::verify(image, pid).is_err() {
+            if let Err(fault) = page::verify(image, pid) {
                 report.slots_corrupt += 1;
+                corrupt.push((slot, pid.0, fault.to_string()));
                 continue;
             }
             report.slots_valid += 1;
@@ -62,7 +65,31 @@ impl Doublewrite {
             } else {
                 data.read_at(&mut in_place, offset)?;
                 match page::verify(&in_place, PageId(page_no)) {
-                    Err(fault) => Some(fault.to_string()),
+                    Err(fault) => {
+                        // The damaged copy still says how new it claims to be (header and
+                        // trailer LSN). A slot copy older than that is a stale copy from an
+                        // earlier batch (D5): restoring it would silently lose the changes
+                        // between the two, which redo cannot bring back if they lie before the
+                        // checkpoint. Such a page is not repairable from here.
+                        // A copy at the LSN of either of the page's own copies is the same
+                        // version (torn write; flipped bit in the other LSN copy).
+                        let (head, trail) = page::lsn_copies(&in_place);
+                        let claimed = head.max(trail);
+                        if lsn.0 < claimed && lsn.0 != head && lsn.0 != trail {
+                            report.pages_unrepairable.push((
+                                page_no,
+                                format!(
+                                    "{fault}; its newest doublewrite copy (slot {slot} of {}) \
+                                     has LSN {lsn}, older than the LSN {claimed} the damaged \
+                                     page carries, so it cannot be used",
+                                    self.path
+                                ),
+                            ));
+                            continue;
+                        }
+                        report.pages_damaged += 1;
+                        Some(fault.to_string())
+                    }
                     Ok(()) if hdr::lsn(&in_place) < lsn => Some(format!(
                         "in-place LSN {} is older than the doublewrite copy's LSN {lsn}",
                         hdr::lsn(&in_place)
@@ -78,6 +105,27 @@ impl Doublewrite {
             );
             data.write_at(&staging[slot * ps..(slot + 1) * ps], offset)?;
             report.pages_repaired.push(page_no);
+        }
+        // A corrupt slot whose page is damaged in place too (and has no valid slot copy): the
+        // torn in-place write and its only other copy are both lost. (A slot torn by a crash
+        // during the doublewrite write never has a damaged data copy: D1.) The page number is
+        // the one the damaged slot claims; one outside the file is not a page.
+        for (slot, page_no, slot_fault) in corrupt {
+            let offset = u64::from(page_no) * ps as u64;
+            if newest.contains_key(&page_no) || offset + ps as u64 > data_len {
+                continue;
+            }
+            data.read_at(&mut in_place, offset)?;
+            if let Err(fault) = page::verify(&in_place, PageId(page_no)) {
+                report.pages_unrepairable.push((
+                    page_no,
+                    format!(
+                        "{fault}; its doublewrite copy (slot {slot} of {}) is corrupted too: \
+                         {slot_fault}",
+                        self.path
+                    ),
+                ));
+            }
         }
         // IMPORTANT: the restored pages must be durable before redo builds on them and before a
         // `write_batch` reuses their slots; and after a process crash the copies we checked may

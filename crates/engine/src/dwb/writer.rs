@@ -28,6 +28,7 @@ pub struct Doublewrite {
     /// Held for a whole batch (see "Concurrency" in `dwb/mod.rs`) and for `recover`.
     pub(super) area: Mutex<Area>,
     pub(super) counters: Counters,
+    header_repaired: bool,
 }
 
 pub(super) struct Area {
@@ -60,7 +61,12 @@ impl Doublewrite {
         check_geometry(&path, page_size, slots)?;
         let existed = storage.exists(DWB_FILE_NAME);
         let file = storage.open(DWB_FILE_NAME, FileKind::Doublewrite, true)?;
-        if !(existed && header_present(&*file, &path, page_size, slots)?) {
+        let state = if existed {
+            header_state(&*file, &path, page_size, slots)?
+        } else {
+            HeaderState::Absent
+        };
+        if state != HeaderState::Valid {
             file.write_at(&header::encode(page_size, slots), 0)?;
             // IMPORTANT: the header must be durable before any slot is written: a file whose
             // header is unreadable but whose slots hold pages would be refused at open.
@@ -78,7 +84,13 @@ impl Doublewrite {
                 failed: None,
             }),
             counters: Counters::default(),
+            header_repaired: state == HeaderState::Damaged,
         })
+    }
+
+    /// The header was damaged at open and has been rewritten.
+    pub fn header_repaired(&self) -> bool {
+        self.header_repaired
     }
 
     pub fn page_size(&self) -> usize {
@@ -202,12 +214,26 @@ fn check_geometry(path: &str, page_size: usize, slots: usize) -> Result<()> {
     Ok(())
 }
 
-/// True when the existing file has a valid header for this geometry; false when an earlier
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum HeaderState {
+    Valid,
+    /// Never written (create interrupted) or no file.
+    Absent,
+    /// Damaged over slots: rewritten, slots read with the configured geometry.
+    Damaged,
+}
+
+/// Valid when the existing file has a valid header for this geometry; Absent when an earlier
 /// create was interrupted: the file is no longer than a header block whose page size is unknown
 /// or the configured one, and the header is not valid. No slot can have been written then, since
 /// slots are written only after a durable header. Any other defect is an error naming the file:
 /// its slots may hold the only intact copy of a page.
-fn header_present(file: &dyn File, path: &str, page_size: usize, slots: usize) -> Result<bool> {
+fn header_state(
+    file: &dyn File,
+    path: &str,
+    page_size: usize,
+    slots: usize,
+) -> Result<HeaderState> {
     let len = file.len()?;
     let mut head = vec![0u8; len.min(16) as usize];
     file.read_at(&mut head, 0)?;
@@ -216,8 +242,22 @@ fn header_present(file: &dyn File, path: &str, page_size: usize, slots: usize) -
     let mut raw = vec![0u8; len.min(header_len as u64) as usize];
     file.read_at(&mut raw, 0)?;
     match header::check(&raw, page_size, slots) {
-        Ok(()) => Ok(true),
-        Err(_) if len <= header_len as u64 && stored_ps.is_none_or(|s| s == page_size) => Ok(false),
+        Ok(()) => Ok(HeaderState::Valid),
+        Err(_) if len <= header_len as u64 && stored_ps.is_none_or(|s| s == page_size) => {
+            Ok(HeaderState::Absent)
+        }
+        // A damaged header (bad checksum or magic) over slots: the slots are self-verifying
+        // page images (each checked against the page number it holds), so they are read with
+        // the configured geometry, which the data file's header gives, and the header is
+        // rewritten. A readable header that disagrees with the configuration stays an error.
+        Err(reason)
+            if header::is_damage(&raw)
+                && len % page_size as u64 == 0
+                && len <= ((1 + slots) * page_size) as u64 =>
+        {
+            tracing::warn!("{path}: {reason}; rewriting the header, slots are checked one by one");
+            Ok(HeaderState::Damaged)
+        }
         Err(reason) => Err(Error::BadDatabase {
             path: PathBuf::from(path),
             reason,

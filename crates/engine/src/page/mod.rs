@@ -191,9 +191,19 @@ pub fn seal(b: &mut [u8]) {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PageFault {
     AllZero,
-    Checksum { stored: u32, computed: u32 },
-    TornLsn { header: u64, trailer: u64 },
-    Misplaced { found: u32 },
+    Checksum {
+        stored: u32,
+        computed: u32,
+    },
+    TornLsn {
+        header: u64,
+        trailer: u64,
+        stored: u32,
+        computed: u32,
+    },
+    Misplaced {
+        found: u32,
+    },
     BadType(u8),
     BadLayout(String),
 }
@@ -206,9 +216,15 @@ impl std::fmt::Display for PageFault {
                 f,
                 "checksum mismatch: stored {stored:#010x}, computed {computed:#010x}"
             ),
-            PageFault::TornLsn { header, trailer } => write!(
+            PageFault::TornLsn {
+                header,
+                trailer,
+                stored,
+                computed,
+            } => write!(
                 f,
-                "torn write: header LSN {header} differs from trailer LSN {trailer}"
+                "checksum mismatch: stored {stored:#010x}, computed {computed:#010x}; header LSN \
+                 {header} differs from trailer LSN {trailer} (torn write or corrupted LSN)"
             ),
             PageFault::Misplaced { found } => {
                 write!(f, "page holds page number {found}: misplaced write")
@@ -230,7 +246,12 @@ pub fn verify(b: &[u8], expect: PageId) -> Result<(), PageFault> {
         let header = rd_u64(b, OFF_LSN);
         let trailer = rd_u64(b, b.len() - PAGE_TRAILER_SIZE);
         if header != trailer {
-            return Err(PageFault::TornLsn { header, trailer });
+            return Err(PageFault::TornLsn {
+                header,
+                trailer,
+                stored,
+                computed,
+            });
         }
         return Err(PageFault::Checksum { stored, computed });
     }
@@ -246,6 +267,13 @@ pub fn verify(b: &[u8], expect: PageId) -> Result<(), PageFault> {
         node::validate_layout(b).map_err(PageFault::BadLayout)?;
     }
     Ok(())
+}
+
+/// The LSN copies a page image carries in its header and its trailer: for a page that fails
+/// [`verify`], how new it claims to be (a torn write leaves one copy old, the other new; a
+/// flipped bit in one of them leaves the other intact).
+pub fn lsn_copies(b: &[u8]) -> (u64, u64) {
+    (rd_u64(b, OFF_LSN), rd_u64(b, b.len() - PAGE_TRAILER_SIZE))
 }
 
 /// The usable bytes of an overflow page.

@@ -43,9 +43,18 @@ pub(crate) fn encode_slot(geom: &Geometry, slot: &Slot) -> Vec<u8> {
     b
 }
 
-fn decode_slot(raw: &[u8], geom: &Geometry, index: usize) -> std::result::Result<Slot, String> {
+pub(super) fn decode_slot(
+    raw: &[u8],
+    geom: &Geometry,
+    index: usize,
+) -> std::result::Result<Slot, String> {
     if !checksum_ok(raw) {
-        return Err("checksum mismatch".into());
+        let n = raw.len().saturating_sub(4);
+        return Err(format!(
+            "checksum mismatch, stored {:#010x}, computed {:#010x}",
+            le_u32(raw, n).unwrap_or(0),
+            crc32c::crc32c(&raw[..n])
+        ));
     }
     if raw.get(0..4) != Some(SLOT_MAGIC.as_slice()) || le_u32(raw, 4) != Some(FORMAT_VERSION) {
         return Err("bad magic or version".into());
@@ -89,14 +98,26 @@ pub(crate) fn read_slots(
         file0.read_at(&mut raw, slot_offset(geom, index))?;
         match decode_slot(&raw, geom, index) {
             Ok(s) => found.push(s),
-            Err(r) => reasons.push(format!("slot {index}: {r}")),
+            Err(r) => {
+                tracing::warn!(
+                    "{}: checkpoint slot {index} (offset {}) is invalid: {r}",
+                    path_of(storage, 0).display(),
+                    slot_offset(geom, index)
+                );
+                reasons.push(format!(
+                    "slot {index} at offset {}: {r}",
+                    slot_offset(geom, index)
+                ))
+            }
         }
     }
     let Some(newest) = found.iter().copied().max_by_key(|s| s.number) else {
         return Err(Error::BadDatabase {
             path: path_of(storage, 0),
             reason: format!(
-                "both redo log checkpoint slots are invalid ({}); the log cannot be recovered",
+                "both redo log checkpoint slots are invalid ({}); recovery has no starting \
+                 point and refuses to guess one. Way out: `evenkeel check --salvage --out DIR` \
+                 exports every readable row",
                 reasons.join("; ")
             ),
         });

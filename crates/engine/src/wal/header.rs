@@ -37,7 +37,7 @@ fn encode(geom: &Geometry, index: usize) -> Vec<u8> {
 }
 
 /// Checks a file header read back; the error is a reason fit for a user.
-fn check(raw: &[u8], geom: &Geometry, index: usize) -> std::result::Result<(), String> {
+pub(super) fn check(raw: &[u8], geom: &Geometry, index: usize) -> std::result::Result<(), String> {
     if raw.get(0..4) != Some(FILE_MAGIC.as_slice()) {
         return Err("not an evenkeel redo log file (bad magic)".into());
     }

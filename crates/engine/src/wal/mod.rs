@@ -97,6 +97,7 @@ mod background;
 mod block;
 mod buffer;
 mod checkpoint;
+pub(crate) mod fuzz;
 mod header;
 pub(crate) mod layout;
 mod reader;

@@ -37,7 +37,20 @@ pub enum ScanStop {
     BadGroup { lsn: Lsn, reason: &'static str },
     /// Read a whole lap (the log is full up to the checkpoint).
     FullLap,
+    /// Block failed its checksum although it is not blank and a later block (`valid_after`)
+    /// of the same run is intact: the damage is inside the written stream, not a torn or lost
+    /// tail. Recovery must not stop here (it would drop durable groups after it) and refuses.
+    Corrupt {
+        block: u64,
+        stored: u32,
+        computed: u32,
+        valid_after: u64,
+    },
 }
+
+/// How far past a block that failed its checksum the scan looks for an intact block of the
+/// same run (a damaged sector of 4 KiB spans 8 blocks of 512 bytes).
+const LOOKAHEAD_BLOCKS: u64 = 64;
 
 pub(crate) struct ScanOutcome {
     pub groups: Vec<Group>,
@@ -132,11 +145,47 @@ impl Assembler {
     }
 }
 
-/// Scans from `start_lsn` (a group boundary) to the end of the durable stream.
+/// The checksum a block stores in its trailer and the one its bytes give.
+fn block_checksums(raw: &[u8]) -> (u32, u32) {
+    let n = raw.len().saturating_sub(super::layout::BLOCK_TRAILER_SIZE);
+    let stored = super::block::le_u32(raw, n).unwrap_or(0);
+    (stored, crc32c::crc32c(&raw[..n]))
+}
+
+/// The first block in `(bad, last]` (same file) that passes its checks as the block of that
+/// number written by the last run (`epoch`, the highest in the checkpoint slots): proof that the
+/// last run wrote the stream past `bad`, whose header says the last run wrote it too. Within one
+/// run blocks are written in order, so a crash does not leave that: an unsynced write that was
+/// lost leaves the block's old bytes (blank, an older lap's or run's block, or an older valid
+/// version), and a torn write keeps a prefix, so what follows its cut is old bytes too. So the
+/// block at `bad` was damaged after it was written. Limits: a device that tears a 4 KiB log
+/// block (log_block_size = 4096) while landing later sectors of the same write would be
+/// mistaken for damage (512-byte blocks are one sector and cannot tear); damage to the header
+/// fields of the block, to a block of an earlier run, or to the last block written is taken
+/// for a torn end (then only a data page newer than the log end shows it).
+fn intact_block_after(
+    reader: &mut BlockReader<'_>,
+    bad: u64,
+    last: u64,
+    epoch: u32,
+) -> Result<Option<u64>> {
+    for b in bad + 1..=last {
+        if let Ok(h) = check_data_block(reader.block(b)?, b) {
+            if h.epoch == epoch {
+                return Ok(Some(b));
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// Scans from `start_lsn` (a group boundary) to the end of the durable stream; `last_run_epoch`
+/// is the highest epoch in the checkpoint slots (the run that wrote last).
 pub(crate) fn scan(
     geom: &Geometry,
     files: &[Arc<dyn File>],
     start_lsn: u64,
+    last_run_epoch: u32,
 ) -> Result<ScanOutcome> {
     let mut reader = BlockReader {
         geom,
@@ -165,6 +214,35 @@ pub(crate) fn scan(
             Ok(h) => h,
             Err(d) => {
                 stop = match d {
+                    BlockDefect::Checksum if raw.iter().any(|&x| x != 0) => {
+                        let (stored, computed) = block_checksums(raw);
+                        // What the damaged block's own header claims: written as block `b` by
+                        // the last run. (A block torn by an earlier crash claims an older
+                        // epoch, and a later run's lost rewrite of it leaves it so.)
+                        let claims_last_run = super::block::le_u64(raw, 0) == Some(b)
+                            && super::block::le_u32(raw, 8) == Some(last_run_epoch);
+                        // Only blocks of the same file: writes to different files may land
+                        // in any order (a crash can tear the last write of each file).
+                        let left_in_file = geom.blocks_per_file
+                            - (b % geom.ring_blocks) % geom.blocks_per_file
+                            - 1;
+                        let last = (b + LOOKAHEAD_BLOCKS.min(left_in_file))
+                            .min(first_block + geom.ring_blocks - 1);
+                        let after = if claims_last_run {
+                            intact_block_after(&mut reader, b, last, last_run_epoch)?
+                        } else {
+                            None
+                        };
+                        match after {
+                            Some(valid_after) => ScanStop::Corrupt {
+                                block: b,
+                                stored,
+                                computed,
+                                valid_after,
+                            },
+                            None => ScanStop::Checksum { block: b },
+                        }
+                    }
                     BlockDefect::Checksum => ScanStop::Checksum { block: b },
                     BlockDefect::Number { found } => ScanStop::StaleBlock { block: b, found },
                     BlockDefect::Header => ScanStop::BadBlockHeader { block: b },

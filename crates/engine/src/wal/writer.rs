@@ -96,7 +96,30 @@ impl Log {
             .ok_or_else(|| Error::Poisoned("redo log: no files".into()))?;
         let slots = read_slots(storage.as_ref(), file0.as_ref(), &geom)?;
         let ckpt = slots.newest;
-        let outcome = scan(&geom, &files, ckpt.lsn)?;
+        let outcome = scan(&geom, &files, ckpt.lsn, slots.max_epoch)?;
+        if let super::ScanStop::Corrupt {
+            block,
+            stored,
+            computed,
+            valid_after,
+        } = outcome.stop
+        {
+            let (file, offset) = geom.locate(block);
+            return Err(Error::BadDatabase {
+                path: super::header::path_of(storage.as_ref(), file),
+                reason: format!(
+                    "redo log block {block} at offset {offset} (LSN {}..{}) is corrupted: \
+                     checksum mismatch, stored {stored:#010x}, computed {computed:#010x}; block \
+                     {valid_after} after it is intact, so the damage is inside the log that \
+                     recovery needs (from the checkpoint at LSN {}), not a torn end. Refusing \
+                     to recover: it would lose the committed changes logged after it. Way out: \
+                     `evenkeel check --salvage --out DIR` exports every readable row",
+                    geom.block_start(block),
+                    geom.block_start(block + 1),
+                    ckpt.lsn
+                ),
+            });
+        }
         let epoch = slots.max_epoch.max(outcome.max_epoch).saturating_add(1);
         let next = Slot {
             number: ckpt.number + 1,

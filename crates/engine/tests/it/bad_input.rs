@@ -97,11 +97,23 @@ fn wrong_page_size_is_refused() {
         msg.contains("page 0") || msg.contains("page_size = 8192"),
         "{msg}"
     );
-    // a page size outside the allowed set
+    // a page size outside the allowed set: the header is damaged, and the doublewrite area
+    // (whose own header gives the page size) holds a good copy of it
     p0[52..56].copy_from_slice(&12345u32.to_le_bytes());
     f.write_at(&p0, 0).unwrap();
+    f.sync().unwrap();
+    let db = Database::open_in(Arc::new(sim), o).unwrap();
+    assert!(db.status().recovery.file_header_repaired);
+    assert_check(&db);
+    db.close().unwrap();
+    // without a doublewrite area the same damage is refused, naming the value
+    let (sim, o) = loaded_with(8192, false);
+    let f = sim.open("evenkeel.data", FileKind::Data, false).unwrap();
+    f.write_at(&12345u32.to_le_bytes(), 52).unwrap();
+    f.sync().unwrap();
     let err = Database::open_in(Arc::new(sim), o).err().unwrap();
     assert!(err.to_string().contains("12345"), "{err}");
+    assert!(err.to_string().contains("file header (page 0)"), "{err}");
 }
 
 #[test]

@@ -113,8 +113,10 @@ fn open_creates_durably_and_checks_geometry() {
     }
 }
 
+/// A damaged header over slots is rewritten and the slots still repair a torn page; a valid
+/// header of another version is an error naming the file.
 #[test]
-fn corrupted_header_is_an_error_naming_the_file() {
+fn corrupted_header_is_rewritten_and_slots_still_used() {
     let sim = SimStorage::new();
     let dwb = Doublewrite::open(&sim, PS, 4).unwrap();
     let data = data_file(&sim, 4);
@@ -124,11 +126,31 @@ fn corrupted_header_is_an_error_naming_the_file() {
         .unwrap();
     f.write_at(&[0xAA; 8], 100).unwrap();
     f.sync().unwrap();
+    data.write_at(&[0x66; 16], 2 * PS as u64 + 900).unwrap(); // page 2 damaged in place
+    data.sync().unwrap();
+    sim.crash();
+    let (dwb, data) = reopen(&sim, 4);
+    assert!(dwb.header_repaired());
+    assert_eq!(dwb.recover(&*data).unwrap().pages_repaired, [2]);
+    assert_page(&sim, 2, 5);
+    let (dwb, _) = reopen(&sim, 4);
+    assert!(!dwb.header_repaired(), "rewritten durably");
+
+    let mut other = super::header::encode(PS, 4);
+    other[4..8].copy_from_slice(&2u32.to_le_bytes());
+    let body = PS - 4;
+    let crc = crc32c::crc32c(&other[..body]);
+    other[body..].copy_from_slice(&crc.to_le_bytes());
+    let f = sim
+        .open(DWB_FILE_NAME, FileKind::Doublewrite, false)
+        .unwrap();
+    f.write_at(&other, 0).unwrap();
+    f.sync().unwrap();
     let e = Doublewrite::open(&sim, PS, 4).unwrap_err();
     assert!(matches!(e, Error::BadDatabase { .. }), "{e}");
     let text = e.to_string();
     assert!(
-        text.contains(DWB_FILE_NAME) && text.contains("checksum"),
+        text.contains(DWB_FILE_NAME) && text.contains("version 2"),
         "{text}"
     );
 }
@@ -414,4 +436,33 @@ fn corrupt_slot_is_counted_and_not_used() {
     assert_eq!((r.slots_valid, r.slots_corrupt), (1, 1));
     assert!(r.pages_repaired.is_empty());
     assert_eq!(durable_page(&sim, 3), broken, "garbage is not restored");
+    assert_eq!(r.pages_unrepairable.len(), 1, "{r:?}");
+    assert_eq!(r.pages_unrepairable[0].0, 3);
+    assert!(r.pages_unrepairable[0].1.contains("slot 1"), "{r:?}");
+}
+
+/// D3, D5: a damaged data page whose only slot copy is stale (older than the LSN the damaged
+/// page still carries) is not "repaired" with that copy, which would silently undo the changes
+/// between the two versions; it is reported as unrepairable. A corrupt slot over a damaged
+/// page is reported too.
+#[test]
+fn stale_slot_copy_never_replaces_a_damaged_newer_page() {
+    let sim = SimStorage::new();
+    let dwb = Doublewrite::open(&sim, PS, 8).unwrap();
+    let data = data_file(&sim, 8);
+    write(&dwb, &*data, &[(1, 10), (4, 10)]).unwrap(); // slot 1: page 4 at 10 (stale later)
+    write(&dwb, &*data, &[(2, 20)]).unwrap(); // slot 0 reused
+    data.write_at(&image(4, 30, PS), 4 * PS as u64).unwrap(); // written without the dwb
+    data.write_at(&[0x66; 16], 4 * PS as u64 + 900).unwrap(); // then damaged
+    data.sync().unwrap();
+    let damaged = durable_page(&sim, 4);
+    sim.crash();
+    let (dwb, data) = reopen(&sim, 8);
+    let r = dwb.recover(&*data).unwrap();
+    assert!(r.pages_repaired.is_empty(), "{r:?}");
+    assert_eq!(r.pages_unrepairable.len(), 1, "{r:?}");
+    let (page, why) = &r.pages_unrepairable[0];
+    assert_eq!(*page, 4);
+    assert!(why.contains("LSN 10") && why.contains("LSN 30"), "{why}");
+    assert_eq!(durable_page(&sim, 4), damaged, "nothing written over it");
 }

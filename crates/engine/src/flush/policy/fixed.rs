@@ -36,6 +36,7 @@ impl FlushPolicy for Fixed {
             // skip_sleep: plan again as soon as this batch is written.
             next_loop_ms: if over_limit { 1 } else { 0 },
             lsn_limit: 0,
+            admission: None,
         }
     }
 }
