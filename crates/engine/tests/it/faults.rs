@@ -21,9 +21,10 @@
 //! - lost fsync (success reported, the writes dropped for good) of the log: every commit acked
 //!   before the lost fsync survives, those acked after it may be lost, and the survivors are
 //!   still a consistent prefix, or `check` reports pages whose LSN is beyond the recovered log
-//!   end (C8); of the data file: when the damage was covered (a later synced write, or redo)
-//!   the run is verified in full; when not, the outcome is classified and counted (the engine
-//!   cannot know of a lost fsync; what `check` catches and what it cannot is in the table);
+//!   end (C8), or recovery refuses to open; of the data file: when the damage was covered (a
+//!   later synced write, or redo) the run is verified in full; when not, the outcome is
+//!   classified and counted (the engine cannot know of a lost fsync; what `check` and recovery
+//!   catch and what they cannot is in the table);
 //! - power cut at the n-th I/O of `Database::create_in` (file creations not yet made durable by
 //!   a directory fsync vanish): reopening finds a consistent empty database or refuses with an
 //!   error naming the file, and never opens a half-created one.
@@ -729,13 +730,19 @@ fn lost_sync_outcome(
             });
         }
         (false, Err(e)) => {
-            // the log lost writes the data file may already reflect: check must say so
-            assert!(
-                e.contains("C8"),
-                "seed {seed}: lost log fsync: the damage must be reported by check (C8 page \
-                 LSN beyond the log end), got: {e}"
-            );
-            tally.outcome("detected by check (C8)");
+            // the log lost writes the data file may already reflect: check must say so, or
+            // recovery must refuse; never silently wrong
+            let what = if e.contains("C8") {
+                "detected by check (C8)"
+            } else if e.starts_with("open refused") {
+                "detected by recovery (open refused)"
+            } else {
+                panic!(
+                    "seed {seed}: lost log fsync: the damage must be reported by check (C8 \
+                     page LSN beyond the log end) or refused at open, got: {e}"
+                )
+            };
+            tally.outcome(what);
             tally.sample = Some(e);
         }
         (true, Err(e)) => {
@@ -986,7 +993,7 @@ fn power_cut_at_every_io_of_create() {
     }
     println!("power cut at each I/O of create: {outcomes:?}");
     assert!(
-        outcomes.get("complete").is_some() && outcomes.len() >= 2,
+        outcomes.contains_key("complete") && outcomes.len() >= 2,
         "{outcomes:?}"
     );
 }
