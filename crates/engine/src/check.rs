@@ -10,6 +10,10 @@
 //! - C5 overflow chains hold exactly the length their record states, pages of the same owner.
 //! - C6 the free list holds only Free pages and its length equals the header's count.
 //! - C7 every page is reachable from exactly one tree or the free list (no leaks, no sharing).
+//! - C8 (open database only) no page LSN is beyond the end of the redo log: a page can reach the
+//!   file only after the log covering its LSN is durable (WAL), and a new log run starts past
+//!   the recovered end, so a page from the future means the log lost acknowledged writes (a
+//!   lost fsync, a restored or swapped log file) and its changes are not replayable.
 
 use crate::catalog::{self, CATALOG_TABLE_ID};
 use crate::error::{Error, Result};
@@ -109,6 +113,16 @@ impl Checker<'_> {
 
 /// Runs every check on an open file (whose writers are quiescent).
 pub fn check_file(file: &dyn File) -> Result<CheckReport> {
+    check_file_with_log(file, None)
+}
+
+/// As [`check_file`], and C8 against the end of the redo log, which `log_end` returns; it is
+/// called after every page was read (the log only grows, so a page written meanwhile is not
+/// taken for one from the future).
+pub fn check_file_with_log(
+    file: &dyn File,
+    log_end: Option<&dyn Fn() -> crate::types::Lsn>,
+) -> Result<CheckReport> {
     let len = file.len()?;
     let mut first = vec![0u8; page::MIN_PAGE_SIZE];
     if len < first.len() as u64 {
@@ -162,6 +176,26 @@ pub fn check_file(file: &dyn File) -> Result<CheckReport> {
                 c.problem(pid, format!("C1 {f}"));
                 c.pages.push(None);
             }
+        }
+    }
+    if let Some(end) = log_end.map(|f| f()) {
+        let future: Vec<(u32, u64)> = c
+            .pages
+            .iter()
+            .enumerate()
+            .filter_map(|(pid, b)| Some((pid as u32, hdr::lsn(b.as_deref()?).0)))
+            .filter(|&(_, lsn)| lsn > end.0)
+            .collect();
+        for (pid, lsn) in future {
+            c.problem(
+                pid,
+                format!(
+                    "C8 page LSN {lsn} is beyond the end of the redo log at LSN {}: the log \
+                     lost writes the page already reflects (a lost fsync, or a log file from \
+                     elsewhere)",
+                    end.0
+                ),
+            );
         }
     }
     c.used_by.insert(0, u32::MAX);

@@ -123,7 +123,10 @@ impl DbInner {
         for h in self.readers.lock().drain(..) {
             let _ = h.join();
         }
-        if self.dur.check_poison().is_err() {
+        // During a panic (an engine invariant failed, perhaps mid-write-back with frames left
+        // busy) the pool's state is not to be trusted: flushing it could write bad pages or
+        // wait forever on a frame nobody will release. Recovery redoes from the log instead.
+        if self.dur.check_poison().is_err() || std::thread::panicking() {
             // nothing more may reach the data file; recovery will redo from the log
             return self.dur.log.close();
         }
@@ -327,14 +330,29 @@ impl Database {
         opts.validate()?;
         if storage.exists(DATA_FILE) {
             return Err(Error::BadDatabase {
-                path: PathBuf::from(storage.describe()),
+                path: PathBuf::from(storage.describe()).join(DATA_FILE),
                 reason: "a database already exists here".into(),
+            });
+        }
+        let log0 = wal::layout::file_name(0);
+        if storage.exists(&log0) {
+            return Err(Error::BadDatabase {
+                path: PathBuf::from(storage.describe()).join(&log0),
+                reason: format!(
+                    "a redo log file exists but {DATA_FILE} does not: an earlier create did not \
+                     finish (the data file is made durable last), or the data file was removed; \
+                     remove the ib_logfile* and {DWB_FILE_NAME} files to create a new database"
+                ),
             });
         }
         let ps = opts.page_size;
         let log = Arc::new(Log::create(storage.clone(), log_config(&opts))?);
-        let file = storage.open(DATA_FILE, FileKind::Data, true)?;
+        // IMPORTANT: the data file is created last and its directory entry made durable only
+        // once it is complete (the sync_dir below): the doublewrite file's creation syncs the
+        // directory, so opening it after the data file would make an empty data file durable,
+        // and a crash then would leave a database that can be neither opened nor re-created.
         let dwb = open_doublewrite(&storage, &opts, ps)?;
+        let file = storage.open(DATA_FILE, FileKind::Data, true)?;
         let pool = Arc::new(BufferPool::new(
             &pool_config(&opts, ps),
             file,
@@ -380,7 +398,15 @@ impl Database {
             reason,
         };
         if !storage.exists(DATA_FILE) {
-            return Err(bad("no database here".into()));
+            let log0 = wal::layout::file_name(0);
+            return Err(bad(if storage.exists(&log0) {
+                format!(
+                    "no database here: the data file is missing but the redo log {log0} exists \
+                     (a create that did not finish, or a removed data file)"
+                )
+            } else {
+                "no database here".into()
+            }));
         }
         let file = storage.open(DATA_FILE, FileKind::Data, false)?;
         let len = file.len()?;
@@ -717,11 +743,16 @@ impl Database {
         Ok(n)
     }
 
-    /// Verifies every page checksum and every B+tree invariant. Run it on a quiescent
-    /// database: it flushes, then reads the data file directly.
+    /// Verifies every page checksum and every B+tree invariant, and that no page LSN is beyond
+    /// the redo log's end. Run it on a quiescent database: it flushes, then reads the data file
+    /// directly.
     pub fn check(&self) -> Result<crate::check::CheckReport> {
         self.flush()?;
-        crate::check::check_file(self.inner.pool.file().as_ref())
+        let log = &self.inner.dur.log;
+        crate::check::check_file_with_log(
+            self.inner.pool.file().as_ref(),
+            Some(&|| log.current_lsn()),
+        )
     }
 
     /// Changes a dynamic option on the open database (see `options::DYNAMIC_KNOBS`); it takes

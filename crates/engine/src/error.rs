@@ -18,6 +18,14 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// A data page that could not be read (the I/O failed; nothing of it is served).
+    #[error("read of page {page} of {file} failed: {source}")]
+    PageRead {
+        file: String,
+        page: u32,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("corrupted page {page} in {file}: {reason}")]
     CorruptPage {
         file: String,

@@ -174,6 +174,8 @@ pub struct BufferPool {
     wal: Option<Arc<crate::wal::Log>>,
     sink: Box<dyn PageSink>,
     poisoned: AtomicBool,
+    /// Why write-back stopped (the first failure), for every later refusal's message.
+    poison_reason: Mutex<Option<String>>,
     /// Frames a thread looking for a free frame scans from the LRU tail (lru_scan_depth).
     victim_scan_depth: AtomicU32,
     /// 0 none, 1 linear, 2 random (read_ahead); and read_ahead_threshold.
@@ -266,6 +268,7 @@ impl BufferPool {
             wal,
             sink,
             poisoned: AtomicBool::new(false),
+            poison_reason: Mutex::new(None),
             victim_scan_depth: AtomicU32::new(1024),
             ra_mode: std::sync::atomic::AtomicU8::new(0),
             ra_threshold: AtomicU32::new(56),
@@ -494,7 +497,14 @@ impl BufferPool {
 
     fn read_into(&self, pid: PageId, buf: &mut [u8]) -> Result<()> {
         let off = pid.0 as u64 * self.page_size as u64;
-        self.file.read_at(buf, off)?;
+        self.file.read_at(buf, off).map_err(|e| match e {
+            Error::Io { file, source, .. } => Error::PageRead {
+                file,
+                page: pid.0,
+                source,
+            },
+            other => other,
+        })?;
         self.counters.pages_read.fetch_add(1, Ordering::Relaxed);
         page::verify(buf, pid).map_err(|f| {
             self.counters
@@ -611,9 +621,20 @@ impl BufferPool {
     }
 
     /// Stops every later write-back: after an uncertain I/O failure nothing more may reach
-    /// the data file (invariant 5).
-    pub fn poison(&self) {
+    /// the data file (invariant 5). `why` (the first one is kept) goes into every refusal.
+    pub fn poison(&self, why: &str) {
+        self.poison_reason
+            .lock()
+            .get_or_insert_with(|| why.to_string());
         self.poisoned.store(true, Ordering::Release);
+    }
+
+    /// Why write-back stopped, once it has.
+    pub fn poisoned(&self) -> Option<String> {
+        if !self.poisoned.load(Ordering::Acquire) {
+            return None;
+        }
+        self.poison_reason.lock().clone()
     }
 
     /// Writes frame `fid`'s page back if it is dirty. Returns whether it wrote.
@@ -627,10 +648,10 @@ impl BufferPool {
     /// mark clean the frames that did not change meanwhile. The only path from a frame to the
     /// data file (B3).
     pub fn flush_batch(&self, fids: &[u32]) -> Result<usize> {
-        if self.poisoned.load(Ordering::Acquire) {
-            return Err(Error::Poisoned(
-                "page writes are stopped after an earlier I/O failure".into(),
-            ));
+        if let Some(why) = self.poisoned() {
+            return Err(Error::Poisoned(format!(
+                "page writes are stopped after an earlier I/O failure: {why}"
+            )));
         }
         let mut imgs: Vec<(PageId, u32, u64, AlignedBuf)> = Vec::with_capacity(fids.len());
         for &fid in fids {
@@ -685,7 +706,7 @@ impl BufferPool {
         }
         let pages: Vec<(PageId, &[u8])> = imgs.iter().map(|i| (i.0, &i.3[..])).collect();
         if let Err(e) = self.sink.write_pages(self.file.as_ref(), &pages) {
-            self.poison();
+            self.poison(&e.to_string());
             return Err(e);
         }
         self.counters

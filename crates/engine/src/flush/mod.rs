@@ -115,11 +115,16 @@ impl Durability {
         }
     }
 
-    /// Fails once the engine has stopped accepting writes (invariant 5).
+    /// Fails once the engine has stopped accepting writes (invariant 5): after a failure that
+    /// poisoned it, or one that stopped page write-back (a user thread evicting a page may hit
+    /// it without the error passing through `poison`).
     pub fn check_poison(&self) -> Result<()> {
         match &*self.poison.lock() {
             Some(why) => Err(Error::Poisoned(why.clone())),
-            None => Ok(()),
+            None => match self.pool.poisoned() {
+                Some(why) => Err(Error::Poisoned(why)),
+                None => Ok(()),
+            },
         }
     }
 
@@ -129,7 +134,7 @@ impl Durability {
         if p.is_none() {
             tracing::error!("evenkeel stops accepting writes: {e}");
             *p = Some(e.to_string());
-            self.pool.poison();
+            self.pool.poison(&e.to_string());
         }
     }
 

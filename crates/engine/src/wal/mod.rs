@@ -99,7 +99,7 @@ mod buffer;
 mod checkpoint;
 pub(crate) mod fuzz;
 mod header;
-mod layout;
+pub(crate) mod layout;
 mod reader;
 pub mod record;
 mod stats;

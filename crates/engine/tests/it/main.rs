@@ -9,6 +9,7 @@ mod common;
 mod concurrency;
 mod corruption;
 mod crash;
+mod faults;
 mod fuzz;
 mod isolation;
 mod model;
