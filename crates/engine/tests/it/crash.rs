@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex};
 
 const THREADS: u64 = 3;
 
-fn crash_opts(rng: &mut SmallRng) -> Options {
+pub(crate) fn crash_opts(rng: &mut SmallRng) -> Options {
     let mut o = opts(4096, 64 * 4096);
     o.set("log_file_size", "256K").unwrap();
     o.set("log_files_in_group", "2").unwrap();
@@ -36,7 +36,7 @@ fn crash_opts(rng: &mut SmallRng) -> Options {
     o
 }
 
-fn own_key(t: u64, i: u64) -> Vec<u8> {
+pub(crate) fn own_key(t: u64, i: u64) -> Vec<u8> {
     let mut k = b"own".to_vec();
     k.extend_from_slice(&t.to_be_bytes());
     k.extend_from_slice(&i.to_be_bytes());
@@ -45,7 +45,7 @@ fn own_key(t: u64, i: u64) -> Vec<u8> {
 
 /// The rows thread `t` has after its transactions 0..n: txn i inserts row i and deletes row
 /// i-3 when i % 4 == 3.
-fn expected_rows(t: u64, n: u64) -> BTreeSet<Vec<u8>> {
+pub(crate) fn expected_rows(t: u64, n: u64) -> BTreeSet<Vec<u8>> {
     let mut s = BTreeSet::new();
     for i in 0..n {
         s.insert(own_key(t, i));

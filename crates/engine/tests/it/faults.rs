@@ -33,6 +33,7 @@
 //! the seed, and `EVENKEEL_SIM_SEED=S` replays one run. The per-kind table is printed.
 
 use crate::common::*;
+use crate::crash::{crash_opts, expected_rows, own_key};
 use evenkeel::db::DATA_FILE;
 use evenkeel::dwb::DWB_FILE_NAME;
 use evenkeel::io::sim::{CrashMode, Fault, FaultKind, FaultOp};
@@ -118,38 +119,6 @@ fn errno_text(kind: FaultKind) -> &'static str {
         FaultKind::Enospc => "os error 28",
         FaultKind::LostSync => unreachable!(),
     }
-}
-
-fn run_opts(rng: &mut SmallRng) -> Options {
-    let mut o = opts(4096, 64 * 4096);
-    o.set("log_file_size", "256K").unwrap();
-    o.set("log_files_in_group", "2").unwrap();
-    o.set("log_buffer_size", "256K").unwrap();
-    o.set("io_capacity", "100").unwrap();
-    if rng.gen_bool(0.5) {
-        o.set("log_block_size", "4096").unwrap();
-    }
-    o
-}
-
-fn own_key(t: u64, i: u64) -> Vec<u8> {
-    let mut k = b"own".to_vec();
-    k.extend_from_slice(&t.to_be_bytes());
-    k.extend_from_slice(&i.to_be_bytes());
-    k
-}
-
-/// The rows thread `t` has after its transactions 0..n: txn i inserts row i and deletes row
-/// i-3 when i % 4 == 3.
-fn expected_rows(t: u64, n: u64) -> BTreeSet<Vec<u8>> {
-    let mut s = BTreeSet::new();
-    for i in 0..n {
-        s.insert(own_key(t, i));
-        if i % 4 == 3 {
-            s.remove(&own_key(t, i - 3));
-        }
-    }
-    s
 }
 
 /// Rows preloaded (over the buffer pool) for the read-fault runs.
@@ -406,7 +375,7 @@ fn one_run(seed: u64, kind: &Kind) -> Tally {
         ..Default::default()
     };
     let mut rng = SmallRng::seed_from_u64(seed);
-    let o = run_opts(&mut rng);
+    let o = crash_opts(&mut rng);
     let sim = SimStorage::new();
     if let Kind::CreateCut = kind {
         create_cut(seed, &mut rng, &sim, &o, &mut tally);
@@ -942,7 +911,7 @@ fn print_table(per_kind: &BTreeMap<String, Tally>) {
 #[test]
 fn power_cut_at_every_io_of_create() {
     let mut rng = SmallRng::seed_from_u64(7);
-    let o = run_opts(&mut rng);
+    let o = crash_opts(&mut rng);
     let mut outcomes: BTreeMap<&str, u64> = BTreeMap::new();
     for n in 0.. {
         let sim = SimStorage::new();
