@@ -225,8 +225,15 @@ fn log_config(opts: &Options) -> LogConfig {
     }
 }
 
-/// Pages per doublewrite batch (the page cleaner writes batches of this size).
-const DOUBLEWRITE_SLOTS: usize = crate::flush::FLUSH_BATCH_PAGES;
+/// Slots per doublewrite segment: one full page-cleaner batch (fewer only where
+/// `write_io_threads` segments of that size would exceed the area limit at large page sizes;
+/// a batch larger than a segment is written in chunks).
+fn doublewrite_segment_slots(page_size: usize, segments: usize) -> usize {
+    let area = crate::dwb::MAX_SLOTS.min(crate::dwb::MAX_AREA_BYTES / page_size);
+    crate::flush::FLUSH_BATCH_PAGES
+        .min(area / segments.max(1))
+        .max(1)
+}
 
 /// Writes page batches through the doublewrite area (invariant 4: a torn page is repairable).
 struct DoublewriteSink(Arc<Doublewrite>);
@@ -247,10 +254,12 @@ fn open_doublewrite(
     if !opts.doublewrite && !storage.exists(DWB_FILE_NAME) {
         return Ok(None);
     }
-    Ok(Some(Arc::new(Doublewrite::open(
+    let segments = opts.write_io_threads as usize;
+    Ok(Some(Arc::new(Doublewrite::open_segments(
         storage.as_ref(),
         page_size,
-        DOUBLEWRITE_SLOTS,
+        segments,
+        doublewrite_segment_slots(page_size, segments),
     )?)))
 }
 

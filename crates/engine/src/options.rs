@@ -296,6 +296,8 @@ knobs! {
     read_io_threads: u64 = 2, Kind::Int { min: 1, max: 64, unit: "threads" };
     /// steady: cap on page-write bandwidth in bytes per second, for sharing a device (0: none). Dynamic.
     write_bandwidth_max: u64 = 0, Kind::Size { min: 0, max: TIB };
+    /// Page-write batches in flight at once: doublewrite segments, and the page cleaner's concurrent writers.
+    write_io_threads: u64 = 4, Kind::Int { min: 1, max: 64, unit: "threads" };
 }
 
 /// Knobs that can change on an open database (taking effect within one cleaner loop).

@@ -167,6 +167,42 @@ impl PageSink for DirectSink {
     }
 }
 
+/// Page images copied and sealed by [`BufferPool::prepare_batch`], their frames marked
+/// `io_busy` until this is written or dropped.
+pub struct PreparedBatch<'a> {
+    pool: &'a BufferPool,
+    imgs: Vec<(PageId, u32, u64, AlignedBuf)>,
+}
+
+impl PreparedBatch<'_> {
+    /// Pages in the batch.
+    pub fn len(&self) -> usize {
+        self.imgs.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.imgs.is_empty()
+    }
+
+    /// The second half of [`BufferPool::flush_batch`]: log durable up to the newest image,
+    /// images through the sink, frames that did not change meanwhile marked clean. Returns the
+    /// pages written.
+    pub fn write(self) -> Result<usize> {
+        if self.imgs.is_empty() {
+            return Ok(0);
+        }
+        self.pool.write_images(&self.imgs)
+    }
+}
+
+impl Drop for PreparedBatch<'_> {
+    fn drop(&mut self) {
+        for (_, fid, _, _) in &self.imgs {
+            self.pool.clear_io_busy(*fid);
+        }
+    }
+}
+
 pub struct BufferPool {
     page_size: usize,
     /// The redo log whose durable LSN gates every write-back (None only in tools that never
@@ -648,12 +684,25 @@ impl BufferPool {
     /// mark clean the frames that did not change meanwhile. The only path from a frame to the
     /// data file (B3).
     pub fn flush_batch(&self, fids: &[u32]) -> Result<usize> {
+        self.prepare_batch(fids)?.write()
+    }
+
+    /// The first half of [`BufferPool::flush_batch`]: marks the dirty pages among `fids` as
+    /// being written (`io_busy`, so no other batch takes them: B5) and copies and seals their
+    /// images. Cheap (no I/O); a page cleaner picks and prepares under one lock so its
+    /// concurrent writers take disjoint batches, oldest first, then writes outside it. Dropping
+    /// the result unwritten releases the pages.
+    pub fn prepare_batch(&self, fids: &[u32]) -> Result<PreparedBatch<'_>> {
         if let Some(why) = self.poisoned() {
             return Err(Error::Poisoned(format!(
                 "page writes are stopped after an earlier I/O failure: {why}"
             )));
         }
-        let mut imgs: Vec<(PageId, u32, u64, AlignedBuf)> = Vec::with_capacity(fids.len());
+        let mut batch = PreparedBatch {
+            pool: self,
+            imgs: Vec::with_capacity(fids.len()),
+        };
+        let imgs = &mut batch.imgs;
         let mut invalid = None;
         for &fid in fids {
             let (k, local) = self.split_fid(fid);
@@ -694,9 +743,7 @@ impl BufferPool {
             }
         }
         if let Some((pid, fault)) = invalid {
-            for (_, fid, _, _) in &imgs {
-                self.clear_io_busy(*fid);
-            }
+            drop(batch); // releases the pages
             return Err(Error::corrupt(
                 self.file.name(),
                 pid.0,
@@ -707,14 +754,7 @@ impl BufferPool {
                 ),
             ));
         }
-        if imgs.is_empty() {
-            return Ok(0);
-        }
-        let r = self.write_images(&imgs);
-        for (_, fid, _, _) in &imgs {
-            self.clear_io_busy(*fid);
-        }
-        r
+        Ok(batch)
     }
 
     fn clear_io_busy(&self, fid: u32) {
@@ -873,8 +913,8 @@ impl BufferPool {
         (n > 0).then(|| (sum / n as u128) as f64)
     }
 
-    /// The oldest dirty frames of the instances `pick` selects, up to `n` in all, only those
-    /// whose oldest_modification is below `lsn_limit` (0: no limit).
+    /// The oldest dirty frames of the instances `pick` selects that are not being written, up to
+    /// `n` in all, only those whose oldest_modification is below `lsn_limit` (0: no limit).
     pub fn oldest_dirty_in(
         &self,
         n: usize,
@@ -887,7 +927,16 @@ impl BufferPool {
                 continue;
             }
             let st = inst.state.lock();
-            out.extend(st.flush_list.iter().take(n).copied());
+            // A page being written (io_busy) is another writer's: skipping it lets concurrent
+            // writers each take the oldest pages nobody has taken yet.
+            let base = inst.base;
+            out.extend(
+                st.flush_list
+                    .iter()
+                    .filter(|&&(_, f)| !st.meta[(f - base) as usize].io_busy)
+                    .take(n)
+                    .copied(),
+            );
         }
         out.sort_unstable();
         out.into_iter()

@@ -1,9 +1,10 @@
 //! The doublewrite file's header block: encoding it at create, checking it at open.
 //!
-//! What must stay true: the header is written once, when the file is created, and fsynced (with
-//! the directory entry) before any slot is written; `check` is total (any bytes give a verdict,
+//! What must stay true: the header is written when the file is created (and again when the
+//! slot count changes), and fsynced (with the directory entry) before any slot is written; `check` is total (any bytes give a verdict,
 //! never a panic) and refuses a header whose page size or slot count differs from the
-//! configuration, because slots written under another geometry would be misread. Layout
+//! configuration, because slots written under another page size would be misread. A header of
+//! another slot count is valid geometry (`check_page_size`): the writer rewrites it. Layout
 //! constants are frozen once published (format version 1).
 
 pub(super) const FORMAT_VERSION: u32 = 1;
@@ -52,6 +53,20 @@ pub(super) fn is_damage(raw: &[u8]) -> bool {
 /// Checks a header block read back (`raw` is the whole block as the file holds it); the error
 /// is a reason fit for a user.
 pub(super) fn check(raw: &[u8], page_size: usize, slots: usize) -> Result<(), String> {
+    check_page_size(raw, page_size)?;
+    let found_slots = le_u32(raw, 12).unwrap_or(0);
+    if found_slots as usize != slots {
+        return Err(format!(
+            "written with {found_slots} slots, configured {slots} slots"
+        ));
+    }
+    Ok(())
+}
+
+/// Checks everything but the slot count: a valid header (magic, version, checksum) written with
+/// `page_size`. Slot `i` is at `(1 + i) * page_size` whatever the slot count, so a file of
+/// another slot count is read correctly (the count only bounds the writer's segments).
+pub(super) fn check_page_size(raw: &[u8], page_size: usize) -> Result<(), String> {
     if raw.get(0..4) != Some(MAGIC.as_slice()) {
         return Err("not an evenkeel doublewrite file (bad magic)".into());
     }
@@ -67,11 +82,10 @@ pub(super) fn check(raw: &[u8], page_size: usize, slots: usize) -> Result<(), St
         return Err("doublewrite header checksum mismatch (corrupted header)".into());
     }
     let (found_ps, found_slots) = (le_u32(raw, 8).unwrap_or(0), le_u32(raw, 12).unwrap_or(0));
-    if (found_ps as usize, found_slots as usize) != (page_size, slots) {
+    if found_ps as usize != page_size {
         return Err(format!(
             "written with page_size = {found_ps} and {found_slots} slots, configured page_size = \
-             {page_size} and {slots} slots; run recovery with the old geometry, then remove the \
-             file to change it"
+             {page_size}; run recovery with the old page size, then remove the file to change it"
         ));
     }
     Ok(())

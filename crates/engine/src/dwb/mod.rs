@@ -28,13 +28,23 @@
 //!
 //! # Concurrency
 //!
-//! `write_batch` may be called from many threads; the whole batch (every chunk, both phases) runs
-//! under one mutex. D2 forces a writer to keep its slots from its doublewrite write until its
-//! data fsync, so writers cannot share slots; partitioning the slots would let writers overlap,
-//! but each would get a fraction of the area, i.e. smaller chunks and more fsyncs per page for
-//! the same file size, and on one device concurrent fsyncs mostly queue behind each other anyway.
-//! If the page cleaners ever need overlap, partition then (one mutex per partition), or let the
-//! mutex holder absorb the batches waiting behind it (group commit, as the redo log does).
+//! `write_batch` may be called from many threads. The slots are split into `write_io_threads`
+//! segments of equal size (`Doublewrite::open_segments`), each with its own staging buffer and
+//! mutex; a batch takes a free segment (tried in turn from a rotating start, waiting only when
+//! all are busy) and holds it for the whole batch (every chunk, both phases). D2 forces a writer
+//! to keep its slots from its doublewrite write until its data fsync, so writers never share a
+//! segment; D1 and D2 hold per segment exactly as with one. Up to `segments` batches (their
+//! doublewrite writes, fsyncs and in-place writes) are in flight at once: the device sees a
+//! deeper queue, and on SSDs and most file systems concurrent fsyncs overlap rather than queue.
+//! The failure state is shared (D4): every write and fsync of every segment checks it first.
+//! A page is never in two batches at once (the buffer pool's `io_busy`, B5), so two segments
+//! can hold the same page only at different LSNs from batches that did not overlap in time;
+//! recovery takes the newest valid copy across all slots, which is the last one written.
+//!
+//! The slot count is `segments * slots_per_segment` and is recorded in the header; a file opened
+//! with another count (`write_io_threads` changed) keeps its slots where they are (slot `i` is
+//! at the same offset whatever the count), `recover` reads every slot present in the file, and
+//! the header is rewritten with the new count.
 //!
 //! # File (`evenkeel.dblwr`; integers little-endian)
 //!

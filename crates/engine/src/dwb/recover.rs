@@ -5,8 +5,10 @@
 //! What must stay true: D3 (`dwb/mod.rs`) — a slot is used only if it passes `page::verify` for
 //! the page number stored in it, so a slot torn by a crash during the doublewrite write is never
 //! restored; a data copy that verifies and is at least as new as the newest slot copy is never
-//! touched. The data file is fsynced before `recover` returns, so what redo starts from is
-//! durable. Bounded: one pass over at most `slots` slots, one read per distinct page.
+//! touched. The newest valid copy of a page is taken across all segments (two segments may hold
+//! the same page at different LSNs). The data file is fsynced before `recover` returns, so what
+//! redo starts from is durable. Bounded: one pass over the slots in the file (at most
+//! `max_slots`), one read per distinct page.
 
 use super::writer::Doublewrite;
 use super::DwbReport;
@@ -18,18 +20,21 @@ use std::collections::BTreeMap;
 
 impl Doublewrite {
     /// Repairs `data` from the doublewrite area; run before redo, with no `write_batch` running
-    /// (it takes the batch mutex, so a concurrent batch would simply wait).
+    /// (it takes every segment's mutex, so a concurrent batch would simply wait).
     pub fn recover(&self, data: &dyn File) -> Result<DwbReport> {
         let ps = self.page_size;
-        let mut area = self.area.lock();
+        let _segments = self.lock_all();
         let mut report = DwbReport::default();
 
         // Slots past the end of the file were never written (the file grows as slots are used).
+        // Every slot in the file is read, also beyond the configured count: a file last written
+        // with more segments (a larger write_io_threads) may hold the only intact copy there.
         let file_len = self.file.len()?;
         let present = (file_len.saturating_sub(self.slot_offset(0)) / ps as u64) as usize;
-        let present = present.min(self.slots);
-        report.slots_empty = self.slots - present;
-        let staging = &mut area.staging[..present * ps];
+        let present = present.min(super::writer::max_slots(ps));
+        report.slots_empty = self.slots.saturating_sub(present);
+        let mut buf = crate::io::AlignedBuf::new(present.max(1) * ps);
+        let staging = &mut buf[..present * ps];
         self.file.read_at(staging, self.slot_offset(0))?;
 
         // Newest valid copy of each page: (LSN, slot). Corrupt slots: (slot, page number the

@@ -2,9 +2,11 @@
 //! sealed page images through the slots, then in place.
 //!
 //! What must stay true: D1 and D2 (`dwb/mod.rs`): within a chunk the order is always doublewrite
-//! write, doublewrite fsync, in-place writes, data fsync, and the mutex is held across all four,
-//! so no other chunk can overwrite the slots before the in-place copies are durable. D4: the
-//! first failure is returned as is (it names the file) and poisons this `Doublewrite`; nothing is
+//! write, doublewrite fsync, in-place writes, data fsync, and the segment's mutex is held across
+//! all four, so no other chunk can overwrite that segment's slots before the in-place copies are
+//! durable. Segments never share a slot. D4: the first failure is returned as is (it names the
+//! file) and poisons this `Doublewrite` (every segment): every write or fsync of every segment
+//! checks the shared failure state first, so nothing is written anywhere after it; nothing is
 //! retried. Must never write a page image that fails `page::verify` (that is a caller bug: panic).
 
 use super::header;
@@ -14,8 +16,9 @@ use crate::error::{Error, Result};
 use crate::io::{AlignedBuf, File, FileKind, Storage};
 use crate::page::{self, PAGE_SIZES};
 use crate::types::PageId;
-use parking_lot::Mutex;
+use parking_lot::{Mutex, MutexGuard};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// The doublewrite area of one data file. `Send + Sync`: share it between page cleaners.
@@ -25,18 +28,24 @@ pub struct Doublewrite {
     pub(super) path: String,
     pub(super) page_size: usize,
     pub(super) slots: usize,
-    /// Held for a whole batch (see "Concurrency" in `dwb/mod.rs`) and for `recover`.
-    pub(super) area: Mutex<Area>,
+    /// The slots split into equal runs; each held for a whole batch (see "Concurrency" in
+    /// `dwb/mod.rs`). `recover` takes them all.
+    pub(super) segments: Vec<Mutex<Segment>>,
+    /// Where the next `write_batch` starts looking for a free segment.
+    next_segment: AtomicUsize,
+    /// Set (with `failed`) by the first failed write or fsync of any segment (D4).
+    poisoned: AtomicBool,
+    failed: Mutex<Option<String>>,
     pub(super) counters: Counters,
     header_repaired: bool,
 }
 
-pub(super) struct Area {
-    /// `slots * page_size` bytes, allocated once: the chunk as written to the slots, and the
-    /// source of the in-place writes (so both copies are the same bytes).
+pub(super) struct Segment {
+    /// The first slot of this segment.
+    pub first: usize,
+    /// `slots_per_segment * page_size` bytes, allocated once: the chunk as written to the
+    /// slots, and the source of the in-place writes (so both copies are the same bytes).
     pub staging: AlignedBuf,
-    /// Set by the first failed write or fsync (D4).
-    pub failed: Option<String>,
 }
 
 impl std::fmt::Debug for Doublewrite {
@@ -45,19 +54,43 @@ impl std::fmt::Debug for Doublewrite {
             .field("path", &self.path)
             .field("page_size", &self.page_size)
             .field("slots", &self.slots)
+            .field("segments", &self.segments.len())
             .finish_non_exhaustive()
     }
 }
 
 impl Doublewrite {
-    /// Opens `evenkeel.dblwr` in `storage`, creating it when missing (or when an earlier create
-    /// was interrupted before any slot was written), with room for `slots` pages of `page_size`.
-    /// An existing file must have been created with the same page size and slot count.
+    /// Opens `evenkeel.dblwr` in `storage` with one segment of `slots` slots (see
+    /// [`Doublewrite::open_segments`]).
     pub fn open(storage: &dyn Storage, page_size: usize, slots: usize) -> Result<Doublewrite> {
+        Self::open_segments(storage, page_size, 1, slots)
+    }
+
+    /// Opens `evenkeel.dblwr` in `storage`, creating it when missing (or when an earlier create
+    /// was interrupted before any slot was written), with room for `segments` segments of
+    /// `slots_per_segment` pages of `page_size`: up to `segments` batches are written at once.
+    /// An existing file must have been created with the same page size; one created with
+    /// another slot count (another `write_io_threads`) is taken as it is (`recover` reads every
+    /// slot present in the file, whatever the header says) and its header is rewritten.
+    pub fn open_segments(
+        storage: &dyn Storage,
+        page_size: usize,
+        segments: usize,
+        slots_per_segment: usize,
+    ) -> Result<Doublewrite> {
         let path = PathBuf::from(storage.describe())
             .join(DWB_FILE_NAME)
             .display()
             .to_string();
+        if segments == 0 || segments > MAX_SLOTS {
+            return Err(Error::InvalidConfig {
+                origin: path,
+                reason: format!(
+                    "{segments} doublewrite segments: the valid range is 1..={MAX_SLOTS}"
+                ),
+            });
+        }
+        let slots = segments.saturating_mul(slots_per_segment);
         check_geometry(&path, page_size, slots)?;
         let existed = storage.exists(DWB_FILE_NAME);
         let file = storage.open(DWB_FILE_NAME, FileKind::Doublewrite, true)?;
@@ -66,6 +99,12 @@ impl Doublewrite {
         } else {
             HeaderState::Absent
         };
+        if state == HeaderState::Resized {
+            tracing::info!(
+                "{path}: slot count changed to {slots} ({segments} segments); slots are read \
+                 as the file holds them"
+            );
+        }
         if state != HeaderState::Valid {
             file.write_at(&header::encode(page_size, slots), 0)?;
             // IMPORTANT: the header must be durable before any slot is written: a file whose
@@ -79,10 +118,17 @@ impl Doublewrite {
             path,
             page_size,
             slots,
-            area: Mutex::new(Area {
-                staging: AlignedBuf::new(slots * page_size),
-                failed: None,
-            }),
+            segments: (0..segments)
+                .map(|k| {
+                    Mutex::new(Segment {
+                        first: k * slots_per_segment,
+                        staging: AlignedBuf::new(slots_per_segment * page_size),
+                    })
+                })
+                .collect(),
+            next_segment: AtomicUsize::new(0),
+            poisoned: AtomicBool::new(false),
+            failed: Mutex::new(None),
             counters: Counters::default(),
             header_repaired: state == HeaderState::Damaged,
         })
@@ -101,6 +147,54 @@ impl Doublewrite {
         self.slots
     }
 
+    /// Batches that can be in flight at once.
+    pub fn segment_count(&self) -> usize {
+        self.segments.len()
+    }
+
+    /// Slots of each segment: the largest chunk.
+    pub fn slots_per_segment(&self) -> usize {
+        self.slots / self.segments.len()
+    }
+
+    /// All segments, in order (for `recover`: no batch may run meanwhile).
+    pub(super) fn lock_all(&self) -> Vec<MutexGuard<'_, Segment>> {
+        self.segments.iter().map(|s| s.lock()).collect()
+    }
+
+    /// A free segment: each is tried in turn from a rotating start; only when all are busy does
+    /// the caller wait, on the first one tried.
+    fn take_segment(&self) -> MutexGuard<'_, Segment> {
+        let n = self.segments.len();
+        let start = self.next_segment.fetch_add(1, Ordering::Relaxed) % n;
+        for k in 0..n {
+            if let Some(g) = self.segments[(start + k) % n].try_lock() {
+                return g;
+            }
+        }
+        self.segments[start].lock()
+    }
+
+    /// D4: refuses once any segment has failed.
+    fn check_poison(&self) -> Result<()> {
+        if self.poisoned.load(Ordering::Acquire) {
+            let first = self.failed.lock().clone().unwrap_or_default();
+            return Err(Error::Poisoned(format!(
+                "doublewrite {}: an earlier write or fsync failed ({first})",
+                self.path
+            )));
+        }
+        Ok(())
+    }
+
+    fn set_poison(&self, e: &Error) {
+        let mut f = self.failed.lock();
+        if f.is_none() {
+            *f = Some(e.to_string());
+        }
+        self.poisoned.store(true, Ordering::Release);
+    }
+
     pub fn stats(&self) -> DwbStats {
         self.counters.snapshot()
     }
@@ -110,8 +204,9 @@ impl Doublewrite {
     }
 
     /// Writes sealed page images to `data` through the doublewrite area; returns when both the
-    /// slot copies and the in-place copies are durable. Batches larger than the slot count are
-    /// written as several chunks, one after the other. A page may appear more than once: its
+    /// slot copies and the in-place copies are durable. The batch goes through one free segment
+    /// (other threads' batches go through the others meanwhile); batches larger than a segment
+    /// are written as several chunks, one after the other. A page may appear more than once: its
     /// images are written in LSN order, so the newest lands last, as recovery would choose.
     ///
     /// Panics if an image is not `page_size` bytes or fails `page::verify` for its `PageId`.
@@ -133,38 +228,41 @@ impl Doublewrite {
         // within a page, so the newest image of a page is the one left in place.
         let mut order: Vec<usize> = (0..pages.len()).collect();
         order.sort_by_key(|&i| (pages[i].0, page::hdr::lsn(pages[i].1)));
-        let mut area = self.area.lock();
-        if let Some(first) = &area.failed {
-            return Err(Error::Poisoned(format!(
-                "doublewrite {}: an earlier write or fsync failed ({first})",
-                self.path
-            )));
-        }
-        for chunk in order.chunks(self.slots) {
+        self.check_poison()?;
+        let mut seg = self.take_segment();
+        for chunk in order.chunks(self.slots_per_segment()) {
             let images: Vec<(PageId, &[u8])> = chunk.iter().map(|&i| pages[i]).collect();
-            if let Err(e) = self.write_chunk(&mut area.staging, data, &images) {
-                area.failed = Some(e.to_string());
+            if let Err(e) = self.write_chunk(&mut seg, data, &images) {
+                if !matches!(e, Error::Poisoned(_)) {
+                    self.set_poison(&e);
+                }
                 return Err(e);
             }
         }
         Ok(())
     }
 
-    /// One chunk (at most `slots` pages, sorted by page number), both phases.
+    /// One chunk (at most a segment's slots, sorted by page number), both phases, in `seg`.
+    /// Every write and fsync is preceded by a check of the shared failure state (D4: once any
+    /// segment failed, nothing more is written anywhere).
     fn write_chunk(
         &self,
-        staging: &mut AlignedBuf,
+        seg: &mut Segment,
         data: &dyn File,
         images: &[(PageId, &[u8])],
     ) -> Result<()> {
         let ps = self.page_size;
+        let staging = &mut seg.staging;
         for (slot, (_, image)) in images.iter().enumerate() {
             staging[slot * ps..(slot + 1) * ps].copy_from_slice(image);
         }
         let len = images.len() * ps;
-        self.file.write_at(&staging[..len], self.slot_offset(0))?;
+        self.check_poison()?;
+        self.file
+            .write_at(&staging[..len], self.slot_offset(seg.first))?;
         // IMPORTANT (D1): the slot copies must be durable before any page of this chunk is
         // written in place; an in-place write torn by a crash is repairable only from them.
+        self.check_poison()?;
         self.file.sync()?;
         Counters::add(&self.counters.fsyncs, 1);
 
@@ -177,12 +275,14 @@ impl Doublewrite {
                 continue;
             }
             let offset = u64::from(images[run_start].0 .0) * ps as u64;
+            self.check_poison()?;
             data.write_at(&staging[run_start * ps..k * ps], offset)?;
             Counters::add(&self.counters.data_writes, 1);
             run_start = k;
         }
         // IMPORTANT (D2): the in-place copies must be durable before these slots are reused by
         // the next chunk or batch, and before the caller treats the pages as clean.
+        self.check_poison()?;
         data.sync()?;
         Counters::add(&self.counters.fsyncs, 1);
 
@@ -204,19 +304,28 @@ fn check_geometry(path: &str, page_size: usize, slots: usize) -> Result<()> {
             "page_size {page_size} is not one of {PAGE_SIZES:?}"
         )));
     }
-    if slots == 0 || slots > MAX_SLOTS || slots * page_size > MAX_AREA_BYTES {
+    if slots == 0 || slots > max_slots(page_size) {
         return Err(bad(format!(
             "{slots} doublewrite slots of {page_size} bytes: the valid range is 1..={} slots \
              and at most {MAX_AREA_BYTES} bytes of slots",
-            MAX_SLOTS.min(MAX_AREA_BYTES / page_size)
+            max_slots(page_size)
         )));
     }
     Ok(())
 }
 
+/// The most slots a doublewrite file of `page_size` pages can have (and so the most `recover`
+/// reads, whatever the header says).
+pub(super) fn max_slots(page_size: usize) -> usize {
+    MAX_SLOTS.min(MAX_AREA_BYTES / page_size)
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum HeaderState {
     Valid,
+    /// Valid, same page size, another slot count (another `write_io_threads`): rewritten. The
+    /// slot layout does not depend on the count, and `recover` reads every slot in the file.
+    Resized,
     /// Never written (create interrupted) or no file.
     Absent,
     /// Damaged over slots: rewritten, slots read with the configured geometry.
@@ -243,6 +352,7 @@ fn header_state(
     file.read_at(&mut raw, 0)?;
     match header::check(&raw, page_size, slots) {
         Ok(()) => Ok(HeaderState::Valid),
+        Err(_) if header::check_page_size(&raw, page_size).is_ok() => Ok(HeaderState::Resized),
         Err(_) if len <= header_len as u64 && stored_ps.is_none_or(|s| s == page_size) => {
             Ok(HeaderState::Absent)
         }
@@ -253,7 +363,7 @@ fn header_state(
         Err(reason)
             if header::is_damage(&raw)
                 && len % page_size as u64 == 0
-                && len <= ((1 + slots) * page_size) as u64 =>
+                && len <= ((1 + max_slots(page_size)) * page_size) as u64 =>
         {
             tracing::warn!("{path}: {reason}; rewriting the header, slots are checked one by one");
             Ok(HeaderState::Damaged)

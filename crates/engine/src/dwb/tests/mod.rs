@@ -95,13 +95,8 @@ fn open_creates_durably_and_checks_geometry() {
     drop(dwb);
     sim.crash();
     Doublewrite::open(&sim, PS, 8).unwrap();
-    // Slots were written: another geometry would misread them.
-    let e = Doublewrite::open(&sim, PS, 16).unwrap_err();
-    let text = e.to_string();
-    assert!(
-        text.contains(DWB_FILE_NAME) && text.contains("8 slots"),
-        "{text}"
-    );
+    // Slots were written: another page size would misread them (another slot count would not:
+    // `slot_count_change_keeps_every_slot_readable`).
     let e = Doublewrite::open(&sim, 8192, 8).unwrap_err().to_string();
     assert!(e.contains("page_size = 4096"), "{e}");
     for (ps, slots) in [(1000, 8), (PS, 0), (PS, MAX_SLOTS + 1), (65536, 2048)] {
@@ -111,6 +106,54 @@ fn open_creates_durably_and_checks_geometry() {
             "{ps} {slots}: {e}"
         );
     }
+    for (segments, per) in [(0, 8), (4, 0), (MAX_SLOTS + 1, 1), (64, 65)] {
+        let e = Doublewrite::open_segments(&sim, PS, segments, per).unwrap_err();
+        let text = e.to_string();
+        assert!(
+            matches!(e, Error::InvalidConfig { .. }) && text.contains("valid range"),
+            "{segments} x {per}: {text}"
+        );
+    }
+}
+
+/// The slot count follows write_io_threads: a file written with 2 segments of 4 slots and
+/// reopened with 1 segment of 4 still has its page 5 copy (slot 4, the second segment) used to
+/// repair a torn in-place write, and its header is rewritten for the new count.
+#[test]
+fn slot_count_change_keeps_every_slot_readable() {
+    let sim = SimStorage::new();
+    let dwb = Doublewrite::open_segments(&sim, PS, 2, 4).unwrap();
+    assert_eq!(
+        (dwb.slots(), dwb.segment_count(), dwb.slots_per_segment()),
+        (8, 2, 4)
+    );
+    let data = data_file(&sim, 8);
+    write(&dwb, &*data, &[(1, 3)]).unwrap(); // segment 0 (slot 0)
+    sim.inject(fault(DATA, FaultOp::Sync));
+    write(&dwb, &*data, &[(5, 9)]).unwrap_err(); // segment 1 (slot 4), data fsync fails
+    sim.crash_with(CrashMode::TearLastWrite {
+        file: Some(DATA.into()),
+        keep_bytes: 300,
+    });
+    assert!(page::verify(&durable_page(&sim, 5), PageId(5)).is_err());
+    let slot4 = sim.read_durable(DWB_FILE_NAME)[5 * PS..6 * PS].to_vec();
+    assert_eq!(
+        slot4,
+        image(5, 9, PS),
+        "the copy sits in the second segment"
+    );
+
+    let (dwb, data) = reopen(&sim, 4);
+    assert!(!dwb.header_repaired(), "a resize is not damage");
+    let r = dwb.recover(&*data).unwrap();
+    assert_eq!(r.pages_repaired, [5], "{r:?}");
+    assert_eq!(r.slots_valid, 2, "{r:?}");
+    sim.crash();
+    assert_page(&sim, 5, 9);
+    assert_page(&sim, 1, 3);
+    // The header now says 4 slots: durable, and a plain reopen with 4 finds it valid.
+    super::header::check(&sim.read_durable(DWB_FILE_NAME)[..PS], PS, 4).unwrap();
+    Doublewrite::open(&sim, PS, 4).unwrap();
 }
 
 /// A damaged header over slots is rewritten and the slots still repair a torn page; a valid
@@ -465,4 +508,88 @@ fn stale_slot_copy_never_replaces_a_damaged_newer_page() {
     assert_eq!(*page, 4);
     assert!(why.contains("LSN 10") && why.contains("LSN 30"), "{why}");
     assert_eq!(durable_page(&sim, 4), damaged, "nothing written over it");
+}
+
+/// D3 across segments: the same page in two segments at different LSNs. Whichever segment holds
+/// the newer copy (a higher or a lower slot), recovery restores that one over a torn in-place
+/// write; and when the newer copy's doublewrite write was the one torn, the data copy (as new as
+/// the older slot copy) is left alone.
+#[test]
+fn same_page_in_two_segments_restores_the_newest_copy() {
+    // Batches take segments 0, 1, 0, ... in turn when run one at a time.
+    for (lsns, torn_in_place) in [(&[10u64, 20][..], 20u64), (&[10, 20, 30][..], 30)] {
+        let sim = SimStorage::new();
+        let dwb = Doublewrite::open_segments(&sim, PS, 2, 4).unwrap();
+        let data = data_file(&sim, 8);
+        let (last, done) = lsns.split_last().unwrap();
+        for &lsn in done {
+            write(&dwb, &*data, &[(3, lsn), (6, lsn)]).unwrap();
+        }
+        sim.inject(fault(DATA, FaultOp::Sync));
+        write(&dwb, &*data, &[(3, *last)]).unwrap_err();
+        assert!(matches!(
+            write(&dwb, &*data, &[(6, 99)]),
+            Err(Error::Poisoned(_))
+        ));
+        sim.crash_with(CrashMode::TearLastWrite {
+            file: Some(DATA.into()),
+            keep_bytes: 700,
+        });
+        assert!(page::verify(&durable_page(&sim, 3), PageId(3)).is_err());
+        let dwb = Doublewrite::open_segments(&sim, PS, 2, 4).unwrap();
+        let data = sim.open(DATA, FileKind::Data, false).unwrap();
+        let r = dwb.recover(&*data).unwrap();
+        assert_eq!(r.pages_repaired, [3], "{lsns:?}: {r:?}");
+        sim.crash();
+        assert_page(&sim, 3, torn_in_place);
+        assert_page(&sim, 6, *done.last().unwrap());
+    }
+
+    // Page 3 at 20 done through segment 1; its write at 30 through segment 0 is torn in the
+    // doublewrite file: nothing in place, the data copy at 20 stays.
+    let sim = SimStorage::new();
+    let dwb = Doublewrite::open_segments(&sim, PS, 2, 4).unwrap();
+    let data = data_file(&sim, 8);
+    write(&dwb, &*data, &[(3, 10)]).unwrap();
+    write(&dwb, &*data, &[(3, 20)]).unwrap();
+    sim.tear_next_write(DWB_FILE_NAME, 500);
+    write(&dwb, &*data, &[(3, 30)]).unwrap_err();
+    sim.crash();
+    let dwb = Doublewrite::open_segments(&sim, PS, 2, 4).unwrap();
+    let data = sim.open(DATA, FileKind::Data, false).unwrap();
+    let r = dwb.recover(&*data).unwrap();
+    assert_eq!((r.slots_valid, r.slots_corrupt), (1, 1), "{r:?}");
+    assert!(r.pages_repaired.is_empty(), "{r:?}");
+    sim.crash();
+    assert_page(&sim, 3, 20);
+}
+
+/// D4 across segments: a failure in one segment refuses every later batch in every segment,
+/// before any byte is written.
+#[test]
+fn failure_in_one_segment_stops_every_segment() {
+    let sim = SimStorage::new();
+    let traced = trace::TraceStorage::new(&sim, PS);
+    let dwb = Doublewrite::open_segments(&traced, PS, 3, 4).unwrap();
+    drop(data_file(&sim, 8));
+    let data = traced.open(DATA, FileKind::Data, false).unwrap();
+    write(&dwb, &*data, &[(1, 5)]).unwrap(); // segment 0
+    sim.inject(fault(DATA, FaultOp::Write));
+    let e = write(&dwb, &*data, &[(2, 5)]).unwrap_err(); // segment 1
+    assert!(e.to_string().contains("write of data"), "{e}");
+    let ops = traced.ops.lock().len();
+    for _ in 0..3 {
+        let e = write(&dwb, &*data, &[(4, 6)]).unwrap_err(); // segments 2, 0, 1
+        assert!(matches!(e, Error::Poisoned(_)), "{e}");
+        assert!(
+            e.to_string().contains("write of data"),
+            "names the first failure: {e}"
+        );
+    }
+    assert_eq!(
+        traced.ops.lock().len(),
+        ops,
+        "nothing written after the failure"
+    );
+    assert_eq!(dwb.stats().batches, 1);
 }

@@ -75,13 +75,16 @@ impl File for TraceFile {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
         self.inner.read_at(buf, offset)
     }
+    // The trace lock is held across the operation, so the recorded order is the order the
+    // operations took effect in, also with concurrent writers (doublewrite segments).
     fn write_at(&self, buf: &[u8], offset: u64) -> Result<()> {
+        let mut ops = self.ops.lock();
         self.inner.write_at(buf, offset)?;
         let pages = buf
             .chunks(self.page_size)
             .map(|p| (hdr::page_no(p).0, hdr::lsn(p).0))
             .collect();
-        self.ops.lock().push(Op::Write {
+        ops.push(Op::Write {
             file: self.name().to_string(),
             offset,
             pages,
@@ -89,8 +92,9 @@ impl File for TraceFile {
         Ok(())
     }
     fn sync(&self) -> Result<()> {
+        let mut ops = self.ops.lock();
         self.inner.sync()?;
-        self.ops.lock().push(Op::Sync {
+        ops.push(Op::Sync {
             file: self.name().to_string(),
         });
         Ok(())
