@@ -1138,6 +1138,29 @@ mod tests {
             .collect()
     }
 
+    /// B5 with concurrent writers: a prepared batch's pages are skipped by `oldest_dirty_in`
+    /// and by another `prepare_batch` until it is written (then clean) or dropped (released).
+    #[test]
+    fn prepared_pages_are_nobody_elses_until_written_or_dropped() {
+        let p = pool(64);
+        let f = dirty(&p, &[3, 4, 5, 9]);
+        let all = |p: &BufferPool| p.oldest_dirty_in(64, 0, &|_| true);
+        assert_eq!(all(&p), f, "oldest first");
+        let a = p.prepare_batch(&f[..2]).unwrap();
+        assert_eq!(a.len(), 2);
+        assert_eq!(all(&p), f[2..], "pages 3 and 4 are being written");
+        assert!(p.prepare_batch(&f[..2]).unwrap().is_empty(), "no page in two batches");
+        let b = p.prepare_batch(&f).unwrap();
+        assert_eq!(b.len(), 2, "only 5 and 9");
+        assert!(all(&p).is_empty());
+        drop(b);
+        assert_eq!(all(&p), f[2..], "dropped unwritten: released, still dirty");
+        assert_eq!(a.write().unwrap(), 2);
+        assert_eq!(all(&p), f[2..], "written: clean and off the flush list");
+        assert_eq!(p.flush_batch(&f).unwrap(), 2);
+        assert!(all(&p).is_empty());
+    }
+
     #[test]
     fn neighbours_contiguous_and_extent() {
         let p = pool(64);

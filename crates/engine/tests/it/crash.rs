@@ -33,6 +33,9 @@ pub(crate) fn crash_opts(rng: &mut SmallRng) -> Options {
     if rng.gen_bool(0.5) {
         o.set("log_block_size", "4096").unwrap();
     }
+    // One doublewrite segment (a single batch in flight) or several writing concurrently.
+    let wio = [1, 2, 4][rng.gen_range(0..3)];
+    o.set("write_io_threads", &wio.to_string()).unwrap();
     o
 }
 
@@ -214,6 +217,13 @@ fn one_run(seed: u64) -> Coverage {
             sim.crash_with(CrashMode::KeepRandomSubset { seed: seed + 1 });
             drop(db);
         }
+    }
+    // Recovery sometimes runs with another write_io_threads: the doublewrite file's slot count
+    // changes, and every slot written before the crash must still be read.
+    let mut o = o;
+    if rng.gen_bool(0.3) {
+        let wio = rng.gen_range(1..=8u64);
+        o.set("write_io_threads", &wio.to_string()).unwrap();
     }
     let db = Database::open_in(Arc::new(sim.clone()), o.clone())
         .unwrap_or_else(|e| panic!("seed {seed}: recovery failed: {e}"));
