@@ -1149,7 +1149,10 @@ mod tests {
         let a = p.prepare_batch(&f[..2]).unwrap();
         assert_eq!(a.len(), 2);
         assert_eq!(all(&p), f[2..], "pages 3 and 4 are being written");
-        assert!(p.prepare_batch(&f[..2]).unwrap().is_empty(), "no page in two batches");
+        assert!(
+            p.prepare_batch(&f[..2]).unwrap().is_empty(),
+            "no page in two batches"
+        );
         let b = p.prepare_batch(&f).unwrap();
         assert_eq!(b.len(), 2, "only 5 and 9");
         assert!(all(&p).is_empty());

@@ -30,7 +30,7 @@
 //!
 //! `write_batch` may be called from many threads. The slots are split into `write_io_threads`
 //! segments of equal size (`Doublewrite::open_segments`), each with its own staging buffer and
-//! mutex; a batch takes a free segment (tried in turn from a rotating start, waiting only when
+//! mutex; a batch takes the lowest-numbered free segment (waiting, on a rotating one, only when
 //! all are busy) and holds it for the whole batch (every chunk, both phases). D2 forces a writer
 //! to keep its slots from its doublewrite write until its data fsync, so writers never share a
 //! segment; D1 and D2 hold per segment exactly as with one. Up to `segments` batches (their

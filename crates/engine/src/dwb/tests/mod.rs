@@ -130,7 +130,9 @@ fn slot_count_change_keeps_every_slot_readable() {
     let data = data_file(&sim, 8);
     write(&dwb, &*data, &[(1, 3)]).unwrap(); // segment 0 (slot 0)
     sim.inject(fault(DATA, FaultOp::Sync));
+    let busy = dwb.segments[0].lock();
     write(&dwb, &*data, &[(5, 9)]).unwrap_err(); // segment 1 (slot 4), data fsync fails
+    drop(busy);
     sim.crash_with(CrashMode::TearLastWrite {
         file: Some(DATA.into()),
         keep_bytes: 300,
@@ -516,17 +518,21 @@ fn stale_slot_copy_never_replaces_a_damaged_newer_page() {
 /// the older slot copy) is left alone.
 #[test]
 fn same_page_in_two_segments_restores_the_newest_copy() {
-    // Batches take segments 0, 1, 0, ... in turn when run one at a time.
+    // Batch k goes through segment k % 2 (the other one held busy).
+    let in_segment = |dwb: &Doublewrite, data: &dyn File, seg: usize, items: &[(u32, u64)]| {
+        let _busy = dwb.segments[1 - seg].lock();
+        write(dwb, data, items)
+    };
     for (lsns, torn_in_place) in [(&[10u64, 20][..], 20u64), (&[10, 20, 30][..], 30)] {
         let sim = SimStorage::new();
         let dwb = Doublewrite::open_segments(&sim, PS, 2, 4).unwrap();
         let data = data_file(&sim, 8);
         let (last, done) = lsns.split_last().unwrap();
-        for &lsn in done {
-            write(&dwb, &*data, &[(3, lsn), (6, lsn)]).unwrap();
+        for (k, &lsn) in done.iter().enumerate() {
+            in_segment(&dwb, &*data, k % 2, &[(3, lsn), (6, lsn)]).unwrap();
         }
         sim.inject(fault(DATA, FaultOp::Sync));
-        write(&dwb, &*data, &[(3, *last)]).unwrap_err();
+        in_segment(&dwb, &*data, done.len() % 2, &[(3, *last)]).unwrap_err();
         assert!(matches!(
             write(&dwb, &*data, &[(6, 99)]),
             Err(Error::Poisoned(_))
@@ -550,10 +556,10 @@ fn same_page_in_two_segments_restores_the_newest_copy() {
     let sim = SimStorage::new();
     let dwb = Doublewrite::open_segments(&sim, PS, 2, 4).unwrap();
     let data = data_file(&sim, 8);
-    write(&dwb, &*data, &[(3, 10)]).unwrap();
-    write(&dwb, &*data, &[(3, 20)]).unwrap();
+    in_segment(&dwb, &*data, 0, &[(3, 10)]).unwrap();
+    in_segment(&dwb, &*data, 1, &[(3, 20)]).unwrap();
     sim.tear_next_write(DWB_FILE_NAME, 500);
-    write(&dwb, &*data, &[(3, 30)]).unwrap_err();
+    in_segment(&dwb, &*data, 0, &[(3, 30)]).unwrap_err();
     sim.crash();
     let dwb = Doublewrite::open_segments(&sim, PS, 2, 4).unwrap();
     let data = sim.open(DATA, FileKind::Data, false).unwrap();
@@ -575,11 +581,15 @@ fn failure_in_one_segment_stops_every_segment() {
     let data = traced.open(DATA, FileKind::Data, false).unwrap();
     write(&dwb, &*data, &[(1, 5)]).unwrap(); // segment 0
     sim.inject(fault(DATA, FaultOp::Write));
+    let busy = dwb.segments[0].lock();
     let e = write(&dwb, &*data, &[(2, 5)]).unwrap_err(); // segment 1
+    drop(busy);
     assert!(e.to_string().contains("write of data"), "{e}");
     let ops = traced.ops.lock().len();
-    for _ in 0..3 {
-        let e = write(&dwb, &*data, &[(4, 6)]).unwrap_err(); // segments 2, 0, 1
+    for seg in 0..3 {
+        // through segment `seg`: the lower ones held busy
+        let _busy: Vec<_> = dwb.segments[..seg].iter().map(|s| s.lock()).collect();
+        let e = write(&dwb, &*data, &[(4, 6)]).unwrap_err();
         assert!(matches!(e, Error::Poisoned(_)), "{e}");
         assert!(
             e.to_string().contains("write of data"),
