@@ -219,13 +219,17 @@ fn render_flush(o: &mut String, s: &Status, doublewrite: bool) {
     );
     let _ = writeln!(
         o,
-        "Pages flushed: background {}, sync (by committing threads) {}",
-        s.pages_flushed_background, s.pages_flushed_sync
+        "Pages flushed: background {}, sync point (by committing threads) {}, for log space promised to others {}",
+        s.pages_flushed_background, s.pages_flushed_sync, s.pages_flushed_log_space
     );
     let _ = writeln!(
         o,
-        "Sync-flush waits {}, {} us waited; log-full waits {}",
-        s.sync_flush_waits, s.sync_flush_wait_us, s.log_full_waits
+        "Sync-flush waits {}, {} us waited; log-space waits {}, {} us waited; log-full waits {}",
+        s.sync_flush_waits,
+        s.sync_flush_wait_us,
+        s.log_space_waits,
+        s.log_space_wait_us,
+        s.log_full_waits
     );
     let _ = writeln!(
         o,

@@ -141,6 +141,7 @@ impl Driver for EvenkeelDriver {
         let b = &s.buffer;
         let stall = [
             s.sync_flush_wait_us,
+            s.log_space_wait_us,
             s.max_dirty_wait_us,
             b.free_frame_wait_us,
         ];
@@ -152,10 +153,12 @@ impl Driver for EvenkeelDriver {
             pages_flushed_list: Some(s.pages_flushed_background),
             pages_flushed_lru: Some(s.pages_flushed_lru),
             pages_flushed_sync: Some(s.pages_flushed_sync),
+            pages_flushed_log_space: Some(s.pages_flushed_log_space),
             pages_flushed_max_dirty: Some(s.pages_flushed_max_dirty),
             pages_flushed_single_page: Some(b.eviction_writes),
             stall_us: Some(stall.iter().sum()),
             stall_sync_us: Some(s.sync_flush_wait_us),
+            stall_log_space_us: Some(s.log_space_wait_us),
             stall_max_dirty_us: Some(s.max_dirty_wait_us),
             stall_free_frame_us: Some(b.free_frame_wait_us),
             admission_delay_us: Some(s.admission_delay_total_us),
@@ -175,6 +178,7 @@ impl Driver for EvenkeelDriver {
             ("checkpoints", s.checkpoints),
             ("log_full_waits", s.log_full_waits),
             ("sync_flush_waits", s.sync_flush_waits),
+            ("log_space_waits", s.log_space_waits),
             ("max_dirty_waits", s.max_dirty_waits),
             ("admission_delays", s.admission_delays),
             ("free_frame_waits", b.free_frame_waits),

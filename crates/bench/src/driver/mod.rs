@@ -105,6 +105,9 @@ pub struct EngineStats {
     pub pages_flushed_lru: Option<u64>,
     /// Pages written by committing threads at the checkpoint's sync point, cumulative.
     pub pages_flushed_sync: Option<u64>,
+    /// Pages written by committing threads below the sync point because the log's free space
+    /// was promised to transactions in flight (evenkeel's log-space reservations), cumulative.
+    pub pages_flushed_log_space: Option<u64>,
     /// Pages written by committing threads while the dirty-page limit is exceeded, cumulative.
     pub pages_flushed_max_dirty: Option<u64>,
     /// Dirty pages a user thread wrote itself to get a free frame ("single page flush").
@@ -114,6 +117,8 @@ pub struct EngineStats {
     pub stall_us: Option<u64>,
     /// Stall at the checkpoint's sync point, cumulative.
     pub stall_sync_us: Option<u64>,
+    /// Stall waiting for log space promised to others (below the sync point), cumulative.
+    pub stall_log_space_us: Option<u64>,
     /// Stall flushing past the dirty-page limit, cumulative.
     pub stall_max_dirty_us: Option<u64>,
     /// Stall waiting for a free frame, cumulative.

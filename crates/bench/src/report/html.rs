@@ -101,6 +101,10 @@ pub fn charts(s: &Summary, rows: &[SampleRow]) -> Vec<Chart> {
             pts(rows, |r| count(r.flushed_sync_pages)),
         ))
         .with(Series::new(
+            "log space promised (foreground)",
+            pts(rows, |r| count(r.flushed_log_space_pages)),
+        ))
+        .with(Series::new(
             "max dirty (foreground)",
             pts(rows, |r| count(r.flushed_max_dirty_pages)),
         ))
@@ -218,6 +222,10 @@ fn stall_chart(rows: &[SampleRow]) -> Chart {
     );
     let kinds = [
         ("stall: sync point", pts(rows, |r| r.stall_sync_ms)),
+        (
+            "stall: log space promised",
+            pts(rows, |r| r.stall_log_space_ms),
+        ),
         ("stall: max dirty", pts(rows, |r| r.stall_max_dirty_ms)),
         ("stall: free frame", pts(rows, |r| r.stall_free_frame_ms)),
     ];
@@ -275,6 +283,7 @@ fn flushing_table(s: &Summary) -> String {
         "foreground stall s",
         "admission delay s",
         "sync-point seconds",
+        "log-space seconds",
     ];
     let row = vec![
         s.flush_policy.clone().unwrap_or_else(|| "-".into()),
@@ -283,6 +292,8 @@ fn flushing_table(s: &Summary) -> String {
         o(s.foreground_stall_s),
         o(s.admission_delay_s),
         s.sync_point_seconds
+            .map_or("-".to_string(), |v| v.to_string()),
+        s.log_space_seconds
             .map_or("-".to_string(), |v| v.to_string()),
     ];
     table(&head, &[row], &[0])

@@ -68,6 +68,10 @@ pub struct Summary {
     /// Measured seconds in which committing threads flushed at the checkpoint's sync point
     /// (flushed_sync_pages > 0).
     pub sync_point_seconds: Option<u64>,
+    /// Measured seconds in which committing threads flushed below the sync point because the
+    /// log's free space was promised to transactions in flight (flushed_log_space_pages > 0).
+    #[serde(default)]
+    pub log_space_seconds: Option<u64>,
     /// The flush policy over the measured seconds; `a -> b` when a schedule changed it.
     pub flush_policy: Option<String>,
     /// Changes made while running, in order.
@@ -163,6 +167,7 @@ impl Summary {
         let stall: Vec<f64> = m.iter().filter_map(|r| r.stall_ms).collect();
         let admission: Vec<f64> = m.iter().filter_map(|r| r.admission_delay_ms).collect();
         let sync: Vec<u64> = m.iter().filter_map(|r| r.flushed_sync_pages).collect();
+        let log_space: Vec<u64> = m.iter().filter_map(|r| r.flushed_log_space_pages).collect();
         let mut policies: Vec<&str> = Vec::new();
         for p in m.iter().filter_map(|r| r.flush_policy.as_deref()) {
             if policies.last() != Some(&p) {
@@ -200,6 +205,8 @@ impl Summary {
                 .then(|| admission.iter().sum::<f64>() / 1000.0),
             sync_point_seconds: (!sync.is_empty())
                 .then(|| sync.iter().filter(|&&p| p > 0).count() as u64),
+            log_space_seconds: (!log_space.is_empty())
+                .then(|| log_space.iter().filter(|&&p| p > 0).count() as u64),
             flush_policy: (!policies.is_empty()).then(|| policies.join(" -> ")),
             write_kb_per_op: per_op(wbytes / 1024.0),
             read_kb_per_op: per_op(rbytes / 1024.0),
@@ -237,13 +244,14 @@ impl Summary {
 pub fn flushing_line(s: &Summary) -> String {
     let o = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}"));
     format!(
-        "flushing: policy {}, max checkpoint age {}%, mean dirty {}%, foreground stall {} s, admission delay {} s, sync-point seconds {}",
+        "flushing: policy {}, max checkpoint age {}%, mean dirty {}%, foreground stall {} s, admission delay {} s, sync-point seconds {}, log-space seconds {}",
         s.flush_policy.as_deref().unwrap_or("-"),
         o(s.checkpoint_age_max_pct),
         o(s.dirty_pct_mean),
         o(s.foreground_stall_s),
         o(s.admission_delay_s),
-        s.sync_point_seconds.map_or("-".to_string(), |v| v.to_string())
+        s.sync_point_seconds.map_or("-".to_string(), |v| v.to_string()),
+        s.log_space_seconds.map_or("-".to_string(), |v| v.to_string())
     )
 }
 

@@ -81,6 +81,7 @@ pub fn render(workload: &str, vary: &str, runs: &[SweepRun]) -> String {
                 "fg stall s",
                 "admission s",
                 "sync-point s",
+                "log-space s",
             ]);
         }
         let mut row = vec![r.label.clone()];
@@ -100,6 +101,8 @@ pub fn render(workload: &str, vary: &str, runs: &[SweepRun]) -> String {
             opt(s.foreground_stall_s),
             opt(s.admission_delay_s),
             s.sync_point_seconds
+                .map_or("-".to_string(), |v| v.to_string()),
+            s.log_space_seconds
                 .map_or("-".to_string(), |v| v.to_string()),
         ]);
         rows.push(row);

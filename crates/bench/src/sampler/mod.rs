@@ -100,15 +100,18 @@ pub struct SampleRow {
     /// The engine's flush policy at the end of the interval.
     pub flush_policy: Option<String>,
     /// Pages flushed in the interval by source: the policy (flush lists), LRU cleaning, and
-    /// foreground writes at the sync point, past the dirty limit, and single pages for a frame.
+    /// foreground writes at the sync point, for log space promised to others (below the sync
+    /// point), past the dirty limit, and single pages for a frame.
     pub flushed_list_pages: Option<u64>,
     pub flushed_lru_pages: Option<u64>,
     pub flushed_sync_pages: Option<u64>,
+    pub flushed_log_space_pages: Option<u64>,
     pub flushed_max_dirty_pages: Option<u64>,
     pub flushed_single_page_pages: Option<u64>,
     /// Foreground stall in the interval (all kinds), summed over threads.
     pub stall_ms: Option<f64>,
     pub stall_sync_ms: Option<f64>,
+    pub stall_log_space_ms: Option<f64>,
     pub stall_max_dirty_ms: Option<f64>,
     pub stall_free_frame_ms: Option<f64>,
     /// Commit admission delay served in the interval, summed over threads.
@@ -231,6 +234,7 @@ impl Sampler {
             flushed_list_pages: delta(e.pages_flushed_list, b.pages_flushed_list),
             flushed_lru_pages: delta(e.pages_flushed_lru, b.pages_flushed_lru),
             flushed_sync_pages: delta(e.pages_flushed_sync, b.pages_flushed_sync),
+            flushed_log_space_pages: delta(e.pages_flushed_log_space, b.pages_flushed_log_space),
             flushed_max_dirty_pages: delta(e.pages_flushed_max_dirty, b.pages_flushed_max_dirty),
             flushed_single_page_pages: delta(
                 e.pages_flushed_single_page,
@@ -238,6 +242,7 @@ impl Sampler {
             ),
             stall_ms: ms(e.stall_us, b.stall_us),
             stall_sync_ms: ms(e.stall_sync_us, b.stall_sync_us),
+            stall_log_space_ms: ms(e.stall_log_space_us, b.stall_log_space_us),
             stall_max_dirty_ms: ms(e.stall_max_dirty_us, b.stall_max_dirty_us),
             stall_free_frame_ms: ms(e.stall_free_frame_us, b.stall_free_frame_us),
             admission_delay_ms: ms(e.admission_delay_us, b.admission_delay_us),

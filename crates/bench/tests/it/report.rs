@@ -43,10 +43,12 @@ fn recorded() -> Vec<SampleRow> {
             flushed_list_pages: Some(200),
             flushed_lru_pages: Some(20),
             flushed_sync_pages: Some(if t == 31 || t == 32 { 500 } else { 0 }),
+            flushed_log_space_pages: Some(if t == 50 { 64 } else { 0 }),
             flushed_max_dirty_pages: Some(if t == 40 { 50 } else { 0 }),
             flushed_single_page_pages: Some(t % 2),
             stall_ms: Some(if t == 31 { 750.0 } else { 0.0 }),
             stall_sync_ms: Some(if t == 31 { 700.0 } else { 0.0 }),
+            stall_log_space_ms: Some(0.0),
             stall_max_dirty_ms: Some(if t == 31 { 50.0 } else { 0.0 }),
             stall_free_frame_ms: Some(0.0),
             admission_delay_ms: Some(if t > 20 { 4.0 } else { 0.0 }),
@@ -100,6 +102,7 @@ fn report_renders_from_recorded_series_and_svg_parses() {
     let s = Summary::from_rows("tpcc", "evenkeel", config, "New-Order", &rows);
     assert_eq!(s.duration_s, 55.0);
     assert_eq!(s.sync_point_seconds, Some(2));
+    assert_eq!(s.log_space_seconds, Some(1));
     assert_eq!(s.foreground_stall_s, Some(0.75));
     assert_eq!(s.flush_policy.as_deref(), Some("innodb55 -> steady"));
     assert!(s.admission_delay_s.is_some_and(|a| (a - 0.16).abs() < 1e-9));
@@ -200,6 +203,7 @@ fn report_renders_from_recorded_series_and_svg_parses() {
             "policy (flush list)",
             "LRU cleaning",
             "sync point (foreground)",
+            "log space promised (foreground)",
             "max dirty (foreground)",
             "single page (foreground)"
         ]
@@ -223,6 +227,7 @@ fn report_renders_from_recorded_series_and_svg_parses() {
         names(&stalls),
         [
             "stall: sync point",
+            "stall: log space promised",
             "stall: max dirty",
             "stall: free frame",
             "admission delay"
@@ -286,6 +291,7 @@ fn results_dir_round_trips() {
         "foreground_stall_s",
         "admission_delay_s",
         "sync_point_seconds",
+        "log_space_seconds",
         "flush_policy",
     ] {
         assert!(json.get(field).is_some(), "summary.json lacks {field}");

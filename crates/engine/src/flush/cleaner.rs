@@ -344,6 +344,7 @@ fn join_sum(n: usize, f: &(dyn Fn() -> Result<u64> + Sync)) -> Result<u64> {
 fn foreground_flushed(dur: &Durability) -> u64 {
     let c = &dur.counters;
     c.pages_flushed_sync.load(Ordering::Relaxed)
+        + c.pages_flushed_log_space.load(Ordering::Relaxed)
         + c.pages_flushed_max_dirty.load(Ordering::Relaxed)
         + dur.pool.counters.eviction_writes.load(Ordering::Relaxed)
 }
@@ -375,7 +376,7 @@ fn current_marks(dur: &Durability) -> Marks {
 /// Counter values at a sample boundary.
 struct SampleBase {
     lsn: u64,
-    fc: [u64; 9],
+    fc: [u64; 11],
     pool: crate::buffer::PoolStatus,
     log: crate::wal::LogStats,
     data_syncs: u64,
@@ -397,6 +398,8 @@ impl SampleBase {
                 ld(&c.max_dirty_wait_us),
                 ld(&c.commits),
                 0,
+                ld(&c.pages_flushed_log_space),
+                ld(&c.log_space_wait_us),
             ],
             pool: dur.pool.status(),
             log: dur.log.stats(),
@@ -428,6 +431,7 @@ impl SampleBase {
             flushed_policy: d(0),
             flushed_lru: d(1),
             flushed_sync: d(2),
+            flushed_log_space: d(9),
             flushed_max_dirty: d(3),
             flushed_single_page: self
                 .pool
@@ -438,6 +442,7 @@ impl SampleBase {
             admission_delay_us: dur.admission_delay_now_us.load(Ordering::Relaxed),
             admission_delay_total_us: d(4),
             stall_sync_us: d(5),
+            stall_log_space_us: d(10),
             stall_max_dirty_us: d(6),
             stall_free_frame_us: self
                 .pool

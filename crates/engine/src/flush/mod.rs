@@ -44,8 +44,11 @@ pub struct FlushCounters {
     pub pages_flushed_background: AtomicU64,
     /// Pages written from the LRU tails by the page cleaner.
     pub pages_flushed_lru: AtomicU64,
-    /// Pages written by committing threads past the sync point.
+    /// Pages written by committing threads past the sync point (checkpoint age).
     pub pages_flushed_sync: AtomicU64,
+    /// Pages written by committing threads that found the log's free space promised to
+    /// transactions in flight (reservations), below the sync point.
+    pub pages_flushed_log_space: AtomicU64,
     /// Pages written by committing threads past max_dirty_pages_pct.
     pub pages_flushed_max_dirty: AtomicU64,
     pub max_dirty_waits: AtomicU64,
@@ -56,6 +59,9 @@ pub struct FlushCounters {
     pub commits: AtomicU64,
     pub sync_flush_waits: AtomicU64,
     pub sync_flush_wait_us: AtomicU64,
+    /// Waits for log space below the sync point (reservations of transactions in flight).
+    pub log_space_waits: AtomicU64,
+    pub log_space_wait_us: AtomicU64,
     pub log_full_waits: AtomicU64,
     pub checkpoints: AtomicU64,
     pub async_point_seconds: AtomicU64,
@@ -328,36 +334,51 @@ impl Durability {
     }
 
     /// The slow path of [`admit`]: flush oldest pages and checkpoint until there is room.
+    ///
+    /// Two reasons to be here, counted apart: the checkpoint age is past the sync point (the
+    /// classic stall every policy shares), or the age is below it but the log's free space is
+    /// promised to transactions in flight (reservations). The wait is counted under the reason
+    /// found when it began; each batch of pages written under the reason of that moment.
     fn admit_stalled(&self, bytes: u64, asyncp: u64, syncp: u64) -> Result<Reservation<'_>> {
-        let mut stalled: Option<Instant> = None;
+        let mut stalled: Option<(Instant, bool)> = None;
         loop {
             // the waiter before this one may have given up and stopped the engine
             self.check_poison()?;
             if let Some(r) = self.try_reserve(bytes, asyncp, syncp) {
-                if let Some(t) = stalled {
-                    self.counters
-                        .sync_flush_wait_us
-                        .fetch_add(t.elapsed().as_micros() as u64, Ordering::Relaxed);
+                if let Some((t, at_sync)) = stalled {
+                    let c = if at_sync {
+                        &self.counters.sync_flush_wait_us
+                    } else {
+                        &self.counters.log_space_wait_us
+                    };
+                    c.fetch_add(t.elapsed().as_micros() as u64, Ordering::Relaxed);
                 }
                 return Ok(r);
             }
+            let at_sync = self.checkpoint_age() + bytes > syncp;
             if stalled.is_none() {
-                stalled = Some(Instant::now());
-                self.counters
-                    .sync_flush_waits
-                    .fetch_add(1, Ordering::Relaxed);
+                stalled = Some((Instant::now(), at_sync));
+                let c = if at_sync {
+                    &self.counters.sync_flush_waits
+                } else {
+                    &self.counters.log_space_waits
+                };
+                c.fetch_add(1, Ordering::Relaxed);
             }
             let before = self.log.checkpoint_lsn();
             let n = self.flush_oldest(FLUSH_BATCH_PAGES)?;
-            self.counters
-                .pages_flushed_sync
-                .fetch_add(n as u64, Ordering::Relaxed);
+            let c = if at_sync {
+                &self.counters.pages_flushed_sync
+            } else {
+                &self.counters.pages_flushed_log_space
+            };
+            c.fetch_add(n as u64, Ordering::Relaxed);
             self.checkpoint()?;
             if n == 0 && self.log.checkpoint_lsn() == before {
                 // nothing to flush here: transactions in flight hold the space; let them finish
                 std::thread::sleep(Duration::from_millis(1));
             }
-            if stalled.is_some_and(|t| t.elapsed() > LOG_SPACE_WAIT_MAX) {
+            if stalled.is_some_and(|(t, _)| t.elapsed() > LOG_SPACE_WAIT_MAX) {
                 let e = Error::Poisoned(format!(
                     "the redo log stayed past the sync point for {}s: {bytes} bytes of redo \
                      could not be admitted",

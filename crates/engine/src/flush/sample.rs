@@ -18,11 +18,13 @@ pub struct Sample {
     pub pages_free: u64,
     pub redo_bytes: u64,
     /// Pages written by source: the policy (flush lists), LRU cleaning, committing threads at
-    /// the sync point, committing threads past max_dirty_pages_pct, and user threads that had
-    /// to write a dirty page to get a free frame.
+    /// the sync point, committing threads that found the log's free space promised to
+    /// transactions in flight (below the sync point), committing threads past
+    /// max_dirty_pages_pct, and user threads that had to write a dirty page to get a free frame.
     pub flushed_policy: u64,
     pub flushed_lru: u64,
     pub flushed_sync: u64,
+    pub flushed_log_space: u64,
     pub flushed_max_dirty: u64,
     pub flushed_single_page: u64,
     /// What the policy planned for this second.
@@ -32,9 +34,10 @@ pub struct Sample {
     /// delay served during it.
     pub admission_delay_us: u64,
     pub admission_delay_total_us: u64,
-    /// Time user threads spent stalled: sync-point flushing, max-dirty flushing, waiting for
-    /// a free frame (µs).
+    /// Time user threads spent stalled: sync-point flushing, flushing for log space promised
+    /// to others, max-dirty flushing, waiting for a free frame (µs).
     pub stall_sync_us: u64,
+    pub stall_log_space_us: u64,
     pub stall_max_dirty_us: u64,
     pub stall_free_frame_us: u64,
     pub pages_read: u64,

@@ -253,11 +253,14 @@ impl Transaction {
                 why: "half the redo log capacity (log_file_size x log_files_in_group)",
             });
         }
-        // Reserved: the COMMIT, its apply, and its apply once more: if the engine crashes
-        // while this transaction applies, recovery re-applies all of it (its COMMIT pins the
-        // checkpoint) into a log that already holds what the first apply wrote (found by the
-        // crash campaign: recovery waited on a full log that nothing could free).
-        let _room = dur.admit(redo + apply_estimate)?;
+        // Reserved: the COMMIT and its apply, once. If the engine crashes while this
+        // transaction applies, recovery re-applies it into a log that already holds the COMMIT
+        // and what the first apply wrote (its COMMIT pins the checkpoint): it has room because
+        // it skips the writes already in place (see `reapply`), so it logs at most what this
+        // reservation still held unspent. (Session 2 reserved the apply twice for that; with 4
+        // insert clients the promises alone filled 60% of a 4 MiB log, and every policy
+        // stalled on log space at 62-66% age.)
+        let _room = dur.admit(redo)?;
         let range = {
             let (range, _fence) = dur.append_fenced(&payload)?;
             dur.begin_applying(range.start);
@@ -306,6 +309,35 @@ fn apply_writes(db: &DbInner, writes: &BTreeMap<WriteKey, (Table, Option<Vec<u8>
     Ok(())
 }
 
+/// Recovery's apply: like [`apply_writes`], but a write already in place (the key holds that
+/// value, or a deleted key is absent) is skipped, so it logs nothing. Sound because the key
+/// locks kept every later transaction off these keys until this one's apply finished. Why:
+/// the log holds the COMMIT and the first apply's redo, and the commit reserved room for its
+/// apply once; re-applying only what is missing stays within what that reservation left.
+fn apply_writes_skipping_applied(
+    db: &DbInner,
+    writes: &BTreeMap<WriteKey, (Table, Option<Vec<u8>>)>,
+) -> Result<()> {
+    let cx = db.ctx();
+    for ((_, key), (t, v)) in writes {
+        let now = t.tree.get(&cx, key)?;
+        match v {
+            Some(v) if now.as_deref() == Some(&v[..]) => {}
+            Some(v) => {
+                t.tree.put(&cx, key, v)?;
+                db.counters.rows_written.fetch_add(1, Ordering::Relaxed);
+            }
+            None if now.is_none() => {}
+            None => {
+                if t.tree.delete(&cx, key)? {
+                    db.counters.rows_deleted.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Recovery: re-applies, in commit order, write sets whose COMMIT is durable but whose
 /// ApplyDone is not (their page changes may be partly missing). Returns how many.
 pub(crate) fn reapply(db: &DbInner, pending: BTreeMap<u64, Vec<WriteOp>>) -> Result<u64> {
@@ -344,7 +376,7 @@ pub(crate) fn reapply(db: &DbInner, pending: BTreeMap<u64, Vec<WriteOp>>) -> Res
                 ws.insert((w.table, w.key), (t.clone(), w.value));
             }
         }
-        apply_writes(db, &ws)?;
+        apply_writes_skipping_applied(db, &ws)?;
         let mut done = Vec::with_capacity(16);
         record::encode_apply_done(&mut done, commit_lsn);
         drop(db.dur.append_fenced(&done)?);

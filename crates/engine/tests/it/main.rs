@@ -13,5 +13,6 @@ mod faults;
 mod fuzz;
 mod isolation;
 mod model;
+mod reapply;
 mod small_pool;
 mod txn;
