@@ -946,6 +946,19 @@ impl BufferPool {
             .collect()
     }
 
+    /// Dirty pages whose oldest modification is below `lsn`, over all instances, counting at
+    /// most `max` per instance: the pages that must be written for the checkpoint to pass
+    /// `lsn` (steady's feed-forward measures their density per redo byte at the tail).
+    pub fn dirty_below(&self, lsn: u64, max: usize) -> u64 {
+        self.instances
+            .iter()
+            .map(|inst| {
+                let st = inst.state.lock();
+                st.flush_list.range(..(lsn, 0)).take(max).count() as u64
+            })
+            .sum()
+    }
+
     /// Adds the dirty neighbours of each frame: mode 1 the contiguous dirty pages on each
     /// side, mode 2 every dirty page of the same 64-page extent (flush_neighbors).
     pub fn with_neighbors(&self, fids: &[u32], mode: u64) -> Vec<u32> {

@@ -118,6 +118,13 @@ pub fn run(dur: Arc<Durability>) {
             flushed_last,
             flushed_avg: avg(&meter.flushed),
             dirtied_per_redo_byte: meter.dirtied_per_redo_byte,
+            tail_pages_per_redo_byte: {
+                // the next loop's redo (at least 64 KiB) past the checkpoint
+                let cp = dur.log.checkpoint_lsn().0;
+                let window = (avg(&meter.redo_rates) * period.as_secs_f64()).max(65_536.0);
+                let n = dur.pool.dirty_below(cp + window as u64, 1 << 20);
+                n as f64 / window
+            },
             device_pages_per_s: meter.device_pages_per_s,
             reads_per_s,
             io_capacity: knobs.io_capacity,

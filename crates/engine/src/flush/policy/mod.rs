@@ -48,6 +48,11 @@ pub struct FlushInputs {
     pub flushed_avg: f64,
     /// Pages newly dirtied per byte of redo (measured: clean->dirty transitions / redo bytes).
     pub dirtied_per_redo_byte: f64,
+    /// Dirty pages per byte of redo at the tail of the flush lists: the pages whose oldest
+    /// modification lies in the next loop's worth of redo past the checkpoint, divided by
+    /// that many bytes; 0 if unknown. What advancing the checkpoint by one byte costs in page
+    /// writes, net of pages the LRU already wrote (they left the flush list).
+    pub tail_pages_per_redo_byte: f64,
     /// Observed page-write throughput of the device (pages/s the sink sustained when busy).
     pub device_pages_per_s: f64,
     /// Pages read from disk per second (free frames must keep ahead of this).
@@ -231,6 +236,7 @@ pub(crate) mod testutil {
             flushed_last: 0,
             flushed_avg: 0.0,
             dirtied_per_redo_byte: 1.0 / 4_000.0,
+            tail_pages_per_redo_byte: 0.0,
             device_pages_per_s: 5_000.0,
             reads_per_s: 0.0,
             io_capacity: 200,

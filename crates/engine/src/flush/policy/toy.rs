@@ -131,6 +131,8 @@ fn inputs(p: &Params, s: &State) -> FlushInputs {
         flushed_last: s.flushed_last as u64,
         flushed_avg: s.flushed_last,
         dirtied_per_redo_byte: s.dpb,
+        // dirty pages spread evenly over the age (the model's assumption)
+        tail_pages_per_redo_byte: if s.age > 0.0 { s.dirty / s.age } else { 0.0 },
         device_pages_per_s: p.device_pages_per_s,
         reads_per_s: 0.0,
         io_capacity: p.io_capacity,
