@@ -312,7 +312,7 @@ mod tests {
     fn feed_forward_from_the_tail_of_the_flush_list() {
         // at sp (42 MiB) the rate is the feed-forward alone; redo 4 MB/s
         for (tail, want) in [
-            (0.0, 1_000),          // unknown: the demand, 4e6 / 4000
+            (0.0, 1_000), // unknown: the demand, 4e6 / 4000
             (1.0 / 4_000.0, 1_000),
             (1.0 / 16_000.0, 250), // the LRU took three quarters of them off the list
             (1.0 / 1_000.0, 4_000), // hot pages piled up at the tail: more to write
