@@ -118,6 +118,7 @@ pub fn run(dur: Arc<Durability>) {
             flushed_last,
             flushed_avg: avg(&meter.flushed),
             dirtied_per_redo_byte: meter.dirtied_per_redo_byte,
+            reserved_bytes: dur.reserved_bytes(),
             tail_pages_per_redo_byte: {
                 // the next loop's redo (at least 64 KiB) past the checkpoint
                 let cp = dur.log.checkpoint_lsn().0;
@@ -226,7 +227,8 @@ pub fn run(dur: Arc<Durability>) {
         if last_sample.elapsed() >= Duration::from_secs(1) {
             last_sample = Instant::now();
             let next = SampleBase::take(&dur);
-            let s = next.sample_since(&sample_base, &dur, started, &planned);
+            let mut s = next.sample_since(&sample_base, &dur, started, &planned);
+            s.device_pages_per_s = meter.device_pages_per_s;
             sample_base = next;
             planned = FlushPlan::default();
             if let Some(path) = &sample_log {
@@ -426,6 +428,7 @@ impl SampleBase {
         let age = self.lsn.saturating_sub(cp);
         Sample {
             t_s: started.elapsed().as_secs_f64(),
+            device_pages_per_s: 0.0, // set by the caller
             lsn: self.lsn,
             checkpoint_lsn: cp,
             checkpoint_age_bytes: age,

@@ -208,6 +208,11 @@ impl Durability {
         }
     }
 
+    /// Log space promised to transactions in flight ([`Durability::admit`]), bytes.
+    pub fn reserved_bytes(&self) -> u64 {
+        self.reserved.load(Ordering::Acquire)
+    }
+
     pub fn checkpoint_age(&self) -> u64 {
         self.log
             .current_lsn()
@@ -233,7 +238,7 @@ impl Durability {
         let Some(curve) = *self.admission.read() else {
             return;
         };
-        let us = curve.delay_us(self.checkpoint_age());
+        let us = curve.delay_us(self.checkpoint_age() + self.reserved_bytes());
         self.admission_delay_now_us.store(us, Ordering::Relaxed);
         if us > 0 {
             std::thread::sleep(Duration::from_micros(us));

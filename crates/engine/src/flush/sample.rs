@@ -27,6 +27,9 @@ pub struct Sample {
     pub flushed_log_space: u64,
     pub flushed_max_dirty: u64,
     pub flushed_single_page: u64,
+    /// The device's page-write throughput as the cleaner measures it (pages/s every writer
+    /// sustained while the cleaner wrote), at the end of the second.
+    pub device_pages_per_s: f64,
     /// What the policy planned for this second.
     pub planned_flush_list: u64,
     pub planned_lru: u64,

@@ -48,6 +48,8 @@ pub struct FlushInputs {
     pub flushed_avg: f64,
     /// Pages newly dirtied per byte of redo (measured: clean->dirty transitions / redo bytes).
     pub dirtied_per_redo_byte: f64,
+    /// Log space promised to transactions in flight (their reservations), bytes.
+    pub reserved_bytes: u64,
     /// Dirty pages per byte of redo at the tail of the flush lists: the pages whose oldest
     /// modification lies in the next loop's worth of redo past the checkpoint, divided by
     /// that many bytes; 0 if unknown. What advancing the checkpoint by one byte costs in page
@@ -132,13 +134,16 @@ pub struct AdmissionCurve {
     /// Delay at the async point with no overload, and at the sync point (µs).
     pub at_async_us: f64,
     pub at_sync_us: f64,
-    /// (demand - device) / device, clamped to [0, 1]: adds a linear term, so an overloaded
-    /// system starts slowing commits as soon as the age passes `from_age`.
+    /// (demand - device) / device, clamped to [0, 1]: adds a linear term, `overload_us` at
+    /// the async point, so an overloaded system starts slowing commits as soon as the age
+    /// passes `from_age`.
     pub overload: f64,
+    pub overload_us: f64,
 }
 
 impl AdmissionCurve {
-    /// The delay (µs) a commit waits at checkpoint age `age`.
+    /// The delay (µs) a commit waits when `age` bytes of the log are in use (the committing
+    /// thread passes the checkpoint age plus the space promised to transactions in flight).
     pub fn delay_us(&self, age: u64) -> u64 {
         let (age, sp, asy) = (age as f64, self.from_age as f64, self.async_age as f64);
         if age <= sp || asy <= sp {
@@ -146,11 +151,11 @@ impl AdmissionCurve {
         }
         let x = (age - sp) / (asy - sp);
         let delay = if x <= 1.0 {
-            self.at_async_us * (x * x + x * self.overload)
+            self.at_async_us * x * x + self.overload_us * x * self.overload
         } else {
             let sync = (self.sync_age as f64).max(asy + 1.0);
             let beyond = ((age - asy) / (sync - asy)).min(1.0);
-            let at_async = self.at_async_us * (1.0 + self.overload);
+            let at_async = self.at_async_us + self.overload_us * self.overload;
             at_async + (self.at_sync_us - at_async).max(0.0) * beyond
         };
         if delay.is_finite() && delay > 0.0 {
@@ -237,6 +242,7 @@ pub(crate) mod testutil {
             flushed_avg: 0.0,
             dirtied_per_redo_byte: 1.0 / 4_000.0,
             tail_pages_per_redo_byte: 0.0,
+            reserved_bytes: 0,
             device_pages_per_s: 5_000.0,
             reads_per_s: 0.0,
             io_capacity: 200,
