@@ -123,7 +123,9 @@ pub fn run(dur: Arc<Durability>) {
                 // the next loop's redo (at least 64 KiB) past the checkpoint
                 let cp = dur.log.checkpoint_lsn().0;
                 let window = (avg(&meter.redo_rates) * period.as_secs_f64()).max(65_536.0);
-                let n = dur.pool.dirty_below(cp + window as u64, 1 << 20);
+                // at most 64Ki pages per instance: the walk holds the instance's lock, and a
+                // loop never writes that many
+                let n = dur.pool.dirty_below(cp + window as u64, 1 << 16);
                 n as f64 / window
             },
             device_pages_per_s: meter.device_pages_per_s,

@@ -266,7 +266,7 @@ impl Transaction {
             dur.begin_applying(range.start);
             range
         };
-        let applied = apply_writes(db, &self.writes);
+        let applied = apply_writes(db, &self.writes, false);
         if let Err(e) = applied {
             // the COMMIT is in the log: recovery will re-apply it; this process cannot
             dur.poison(&e);
@@ -291,43 +291,27 @@ impl Transaction {
     }
 }
 
-fn apply_writes(db: &DbInner, writes: &BTreeMap<WriteKey, (Table, Option<Vec<u8>>)>) -> Result<()> {
-    let cx = db.ctx();
-    for ((_, key), (t, v)) in writes {
-        match v {
-            Some(v) => {
-                t.tree.put(&cx, key, v)?;
-                db.counters.rows_written.fetch_add(1, Ordering::Relaxed);
-            }
-            None => {
-                if t.tree.delete(&cx, key)? {
-                    db.counters.rows_deleted.fetch_add(1, Ordering::Relaxed);
-                }
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Recovery's apply: like [`apply_writes`], but a write already in place (the key holds that
-/// value, or a deleted key is absent) is skipped, so it logs nothing. Sound because the key
-/// locks kept every later transaction off these keys until this one's apply finished. Why:
-/// the log holds the COMMIT and the first apply's redo, and the commit reserved room for its
-/// apply once; re-applying only what is missing stays within what that reservation left.
-fn apply_writes_skipping_applied(
+/// Applies a write set to the B+trees. With `skip_applied` (recovery's re-apply), a write
+/// already in place (the key holds that value, or a deleted key is absent) is skipped, so it
+/// logs nothing. Sound because the key locks kept every later transaction off these keys until
+/// this one's apply finished. Why: the log holds the COMMIT and the first apply's redo, and
+/// the commit reserved room for its apply once; re-applying only what is missing stays within
+/// what that reservation left.
+fn apply_writes(
     db: &DbInner,
     writes: &BTreeMap<WriteKey, (Table, Option<Vec<u8>>)>,
+    skip_applied: bool,
 ) -> Result<()> {
     let cx = db.ctx();
     for ((_, key), (t, v)) in writes {
-        let now = t.tree.get(&cx, key)?;
+        if skip_applied && t.tree.get(&cx, key)? == *v {
+            continue;
+        }
         match v {
-            Some(v) if now.as_deref() == Some(&v[..]) => {}
             Some(v) => {
                 t.tree.put(&cx, key, v)?;
                 db.counters.rows_written.fetch_add(1, Ordering::Relaxed);
             }
-            None if now.is_none() => {}
             None => {
                 if t.tree.delete(&cx, key)? {
                     db.counters.rows_deleted.fetch_add(1, Ordering::Relaxed);
@@ -376,7 +360,7 @@ pub(crate) fn reapply(db: &DbInner, pending: BTreeMap<u64, Vec<WriteOp>>) -> Res
                 ws.insert((w.table, w.key), (t.clone(), w.value));
             }
         }
-        apply_writes_skipping_applied(db, &ws)?;
+        apply_writes(db, &ws, true)?;
         let mut done = Vec::with_capacity(16);
         record::encode_apply_done(&mut done, commit_lsn);
         drop(db.dur.append_fenced(&done)?);

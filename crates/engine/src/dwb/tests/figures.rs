@@ -7,11 +7,12 @@
 
 use super::image;
 use crate::dwb::Doublewrite;
-use crate::io::{FileKind, FileStorage, FlushMethod, Storage};
+use crate::io::{File, FileKind, FileStorage, FlushMethod, Storage};
 use crate::types::PageId;
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const PAGE_SIZE: usize = 16384;
@@ -46,18 +47,24 @@ fn drive(batch: usize, mut write: impl FnMut(&[u32])) -> (u64, u64, f64) {
     (pages, batches, t.elapsed().as_secs_f64())
 }
 
+/// A scratch directory holding a synced data file of `DATA_PAGES` pages.
+fn data_file(method: FlushMethod) -> (tempfile::TempDir, FileStorage, Arc<dyn File>) {
+    let dir = scratch();
+    let fs = FileStorage::new(dir.path(), method).unwrap();
+    let data = fs.open("data", FileKind::Data, true).unwrap();
+    data.set_len(u64::from(DATA_PAGES) * PAGE_SIZE as u64)
+        .unwrap();
+    data.sync().unwrap();
+    fs.sync_dir().unwrap();
+    (dir, fs, data)
+}
+
 #[test]
 #[ignore]
 fn write_batch_figures_on_real_files() {
     let images: Vec<Vec<u8>> = (0..DATA_PAGES).map(|p| image(p, 2, PAGE_SIZE)).collect();
     for method in [FlushMethod::Fsync, FlushMethod::ODirect] {
-        let dir = scratch();
-        let fs = FileStorage::new(dir.path(), method).unwrap();
-        let data = fs.open("data", FileKind::Data, true).unwrap();
-        data.set_len(u64::from(DATA_PAGES) * PAGE_SIZE as u64)
-            .unwrap();
-        data.sync().unwrap();
-        fs.sync_dir().unwrap();
+        let (_dir, fs, data) = data_file(method);
         let dwb = Doublewrite::open(&fs, PAGE_SIZE, SLOTS).unwrap();
         eprintln!(
             "flush_method = {}, page_size = {PAGE_SIZE}, {SLOTS} slots, {} MiB data file",
@@ -147,13 +154,7 @@ fn concurrent_writers_through_segments_on_real_files() {
             let mut base = 0.0;
             for segments in [1usize, 4, 8] {
                 // A fresh directory per configuration: the slot count is part of the file.
-                let dir = scratch();
-                let fs = FileStorage::new(dir.path(), method).unwrap();
-                let data = fs.open("data", FileKind::Data, true).unwrap();
-                data.set_len(u64::from(DATA_PAGES) * PAGE_SIZE as u64)
-                    .unwrap();
-                data.sync().unwrap();
-                fs.sync_dir().unwrap();
+                let (_dir, fs, data) = data_file(method);
                 let dwb = Doublewrite::open_segments(&fs, PAGE_SIZE, segments, SLOTS).unwrap();
                 let rate = concurrent_pages_per_s(&dwb, &*data, &images, writers);
                 if segments == 1 {
