@@ -233,6 +233,11 @@ fn render_flush(o: &mut String, s: &Status, doublewrite: bool) {
     );
     let _ = writeln!(
         o,
+        "Commit admission delays {}, {} us (steady); of them waits for the cleaner to free log room {}, {} us",
+        s.admission_delays, s.admission_delay_total_us, s.room_waits, s.room_wait_us
+    );
+    let _ = writeln!(
+        o,
         "Checkpoints {} (log checkpoint slots written {})",
         s.checkpoints, s.log.checkpoints
     );

@@ -183,6 +183,10 @@ pub struct Status {
     pub admission_delay_now_us: u64,
     pub admission_delays: u64,
     pub admission_delay_total_us: u64,
+    /// Commits (steady) that waited for the page cleaner to free log room instead of writing
+    /// pages themselves; their time is part of `admission_delay_total_us`.
+    pub room_waits: u64,
+    pub room_wait_us: u64,
     pub sync_flush_waits: u64,
     pub sync_flush_wait_us: u64,
     pub log_space_waits: u64,
@@ -718,6 +722,8 @@ impl Database {
             admission_delay_now_us: ld(&i.dur.admission_delay_now_us),
             admission_delays: ld(&fc.admission_delays),
             admission_delay_total_us: ld(&fc.admission_delay_us),
+            room_waits: ld(&fc.room_waits),
+            room_wait_us: ld(&fc.room_wait_us),
             sync_flush_waits: ld(&fc.sync_flush_waits),
             sync_flush_wait_us: ld(&fc.sync_flush_wait_us),
             log_space_waits: ld(&fc.log_space_waits),

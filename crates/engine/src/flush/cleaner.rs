@@ -55,7 +55,10 @@ pub fn run(dur: Arc<Durability>) {
     let mut flushed_last = 0u64;
     let mut lru_last = 0u64;
     let mut lru_mark = dur.counters.pages_flushed_lru.load(Ordering::Relaxed);
-    let mut next_loop = Duration::from_secs(1);
+    // The first loop runs at once: until it has run, steady's admission curve is not
+    // published, so a workload that starts at once (a benchmark step over a warm pool) met a
+    // full log with the classic stalls for most of a second.
+    let mut next_loop = Duration::ZERO;
     let mut fg_mark = foreground_flushed(&dur);
     let mut planned = FlushPlan::default();
     let sample_log = std::env::var_os("EVENKEEL_SAMPLE_LOG");
@@ -65,7 +68,8 @@ pub fn run(dur: Arc<Durability>) {
         // a tenth of it (a 8 MiB log filled at 4 MB/s is controlled every 200 ms).
         let fill_s = dur.log.capacity() as f64 / avg(&meter.redo_rates).max(1.0);
         let period = next_loop.min(Duration::from_secs_f64((fill_s / 10.0).clamp(0.05, 1.0)));
-        let wait = if dur.checkpoint_age() > asyncp {
+        let room_asked = dur.room_target.load(Ordering::Acquire) > dur.log.checkpoint_lsn().0;
+        let wait = if dur.checkpoint_age() > asyncp || room_asked {
             Duration::from_millis(10)
         } else {
             period.saturating_sub(last.elapsed())
@@ -156,6 +160,18 @@ pub fn run(dur: Arc<Durability>) {
         if inp.checkpoint_age() > asyncp {
             let forced = (knobs.io_capacity_max as f64 * elapsed).ceil() as u64;
             plan.flush_list_pages = plan.flush_list_pages.max(forced);
+        }
+        // Commits waiting for log room (steady's last resort, Durability::wait_for_room) ask
+        // the checkpoint to reach an LSN: every page below it is written first (the plan
+        // takes pages oldest first), as MySQL 8.0's page cleaner serves buf_flush_sync_lsn
+        // for the user threads that wait on it.
+        let room = dur.room_target.load(Ordering::Acquire);
+        if room > inp.checkpoint_lsn {
+            let below = dur.pool.dirty_below(room, 1 << 16);
+            plan.flush_list_pages = plan.flush_list_pages.max(below);
+            if plan.lsn_limit != 0 {
+                plan.lsn_limit = plan.lsn_limit.max(room);
+            }
         }
         dur.admission_delay_now_us
             .store(plan.admission_delay_us, Ordering::Relaxed);

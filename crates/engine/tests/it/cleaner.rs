@@ -224,3 +224,66 @@ fn a_large_transaction_is_admitted_among_small_ones_and_a_too_large_one_refused(
     txn.commit().unwrap();
     assert_check(&db);
 }
+
+/// Four writers of 40-put transactions into a 1 MiB log: the log is full most of the time.
+/// Returns the status after 400 commits, with every row checked.
+fn fill_small_log(policy: &str) -> evenkeel::Status {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let mut o = opts(4096, 256 * 4096);
+    o.set("log_file_size", "512K").unwrap();
+    o.set("adaptive_flushing", policy).unwrap();
+    o.set("io_capacity", "100").unwrap();
+    let (_sim, db) = sim_db(o);
+    let t = db.create_table("t").unwrap();
+    let commits = AtomicU64::new(0);
+    std::thread::scope(|s| {
+        for th in 0..4u64 {
+            let (db, t, commits) = (&db, &t, &commits);
+            s.spawn(move || loop {
+                let n = commits.fetch_add(1, Ordering::Relaxed);
+                if n >= 400 {
+                    break;
+                }
+                let mut txn = db.begin();
+                for i in 0..40 {
+                    let k = (th * 1_000_003 + n * 7_919 + i * 104_729) % 30_000;
+                    txn.put(t, &key16(k), &val(n, 200)).unwrap();
+                }
+                txn.commit().unwrap();
+            });
+        }
+    });
+    assert_check(&db);
+    db.status()
+}
+
+/// steady's last resort: a commit that finds no room in the log waits for the page cleaner to
+/// free it (room waits, served by the cleaner writing every page below the LSN asked) rather
+/// than writing pages itself; a classic policy's committing threads flush for room.
+#[test]
+fn steady_commits_wait_for_the_cleaner_where_classic_ones_flush() {
+    let classic = fill_small_log("fixed");
+    assert_eq!(classic.room_waits, 0, "room waits are steady's alone");
+    let classic_flushes = classic.sync_flush_waits + classic.log_space_waits;
+    assert!(
+        classic_flushes > 0,
+        "the workload must run the log full: fixed's committing threads never flushed for room"
+    );
+    let steady = fill_small_log("steady");
+    let steady_flushes = steady.sync_flush_waits + steady.log_space_waits;
+    assert!(
+        steady.room_waits > 0,
+        "steady's commits never waited for room (flushed themselves {steady_flushes} times)"
+    );
+    // A room wait that lasts past its limit ends in a flush (counted in both): most must not.
+    assert!(
+        steady_flushes * 2 < steady.room_waits,
+        "steady: {} room waits, {steady_flushes} of them ended by flushing for room",
+        steady.room_waits
+    );
+    assert!(steady.room_wait_us <= steady.admission_delay_total_us);
+    eprintln!(
+        "fixed: {classic_flushes} waits flushing for room; steady: {} room waits, {steady_flushes} flushing",
+        steady.room_waits
+    );
+}
