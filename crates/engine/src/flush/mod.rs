@@ -324,6 +324,15 @@ impl Durability {
         res
     }
 
+    /// The log space reservations may fill. Reservations are estimates; a sixteenth of the log
+    /// stays free for an apply that writes more than estimated: an mtr that finds the log full
+    /// holds page latches, and the page that would free the log may be one of them (found by
+    /// the insert benchmark's load into a 4 MiB log with reservations allowed up to the full
+    /// log).
+    fn usable_log(&self) -> u64 {
+        self.log.capacity() - self.log.capacity() / 16
+    }
+
     /// Reserves `bytes` of log if the age after them stays under the sync point and every
     /// reservation together fits in the log's free space; or, when nobody else holds one,
     /// anywhere in the free space. Two limits, two purposes: the sync point is the flushing
@@ -335,11 +344,7 @@ impl Durability {
     fn try_reserve(&self, bytes: u64, asyncp: u64, syncp: u64) -> Option<Reservation<'_>> {
         let reserved = self.reserved.load(Ordering::Acquire);
         let age = self.checkpoint_age();
-        // Reservations are estimates; a sixteenth of the log stays free for an apply that
-        // writes more than estimated: an mtr that finds the log full holds page latches, and
-        // the page that would free the log may be one of them (found by the insert
-        // benchmark's load into a 4 MiB log with reservations allowed up to the full log).
-        let cap = self.log.capacity() - self.log.capacity() / 16;
+        let cap = self.usable_log();
         let fits = (age + bytes <= syncp && age + reserved + bytes <= cap)
             || (reserved == 0 && (age == 0 || age + bytes <= cap));
         if !fits {
@@ -434,15 +439,14 @@ impl Durability {
     /// commit flushing at the sync point in 1-4 seconds of 150 and for log space in 40-90 of
     /// them (session 4 pilots). What those threads wrote competed with the cleaner's writes
     /// for the same oldest pages and doublewrite segments.
-    /// `since`: when the commit began to wait (before its turn among the waiters).
+    /// `t`: when the commit began to wait (before its turn among the waiters).
     fn wait_for_room(
         &self,
         bytes: u64,
         asyncp: u64,
         syncp: u64,
-        since: Instant,
+        t: Instant,
     ) -> Result<Option<Reservation<'_>>> {
-        let t = since;
         let done = |waited: Duration| {
             let us = waited.as_micros() as u64;
             let c = &self.counters;
@@ -452,7 +456,7 @@ impl Durability {
             c.admission_delay_us.fetch_add(us, Ordering::Relaxed);
         };
         let cap = self.log.capacity();
-        let usable = cap - cap / 16;
+        let usable = self.usable_log();
         let mut woke: Option<Instant> = None;
         loop {
             self.check_poison()?;

@@ -225,7 +225,7 @@ fn a_large_transaction_is_admitted_among_small_ones_and_a_too_large_one_refused(
     assert_check(&db);
 }
 
-/// Four writers of 40-put transactions into a 1 MiB log: the log is full most of the time.
+/// Four writers of 40-put transactions into a 2 x 512 KiB log: the log is full most of the time.
 /// Returns the status after 400 commits, with every row checked.
 fn fill_small_log(policy: &str) -> evenkeel::Status {
     use std::sync::atomic::{AtomicU64, Ordering};
