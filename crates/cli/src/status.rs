@@ -102,6 +102,11 @@ pub fn render(s: &Status, tables: &[String], doublewrite: bool) -> String {
     );
     let _ = writeln!(
         o,
+        "Pages changed while being written {} (still dirty after the write, from a newer LSN)",
+        b.pages_redirtied_in_write
+    );
+    let _ = writeln!(
+        o,
         "Pages made young {}, not young {}",
         b.made_young, b.made_not_young
     );

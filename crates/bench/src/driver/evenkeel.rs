@@ -183,6 +183,7 @@ impl Driver for EvenkeelDriver {
             ("admission_delays", s.admission_delays),
             ("room_waits", s.room_waits),
             ("room_wait_us", s.room_wait_us),
+            ("pages_redirtied_in_write", b.pages_redirtied_in_write),
             ("free_frame_waits", b.free_frame_waits),
             ("commits", s.commits),
             ("rollbacks", s.rollbacks),
