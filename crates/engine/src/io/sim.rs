@@ -333,6 +333,8 @@ struct Inner {
     label: String,
     state: Mutex<State>,
     stats: IoCounters,
+    /// Microseconds every fsync takes (0: instant), slept before the disk's lock is taken.
+    sync_latency_us: std::sync::atomic::AtomicU64,
 }
 
 /// An in-memory disk shared by the engine and the test; clones share the same disk.
@@ -359,8 +361,19 @@ impl SimStorage {
                 label: label.into(),
                 state: Mutex::new(State::default()),
                 stats: IoCounters::default(),
+                sync_latency_us: std::sync::atomic::AtomicU64::new(0),
             }),
         }
+    }
+
+    /// Makes every fsync take `d` (slept outside the disk's lock, so other files' I/O goes on),
+    /// as a real device's does: it opens the windows in which other threads run while a write
+    /// is in flight (a page changed while being written, a commit while its log is synced).
+    pub fn set_sync_latency(&self, d: std::time::Duration) {
+        self.inner.sync_latency_us.store(
+            d.as_micros().min(u64::MAX as u128) as u64,
+            std::sync::atomic::Ordering::Relaxed,
+        );
     }
 
     /// Power loss: as `crash_with(CrashMode::DropUnsynced)`.
@@ -686,6 +699,13 @@ impl File for SimFile {
     }
 
     fn sync(&self) -> Result<()> {
+        let lat = self
+            .inner
+            .sync_latency_us
+            .load(std::sync::atomic::Ordering::Relaxed);
+        if lat > 0 {
+            std::thread::sleep(std::time::Duration::from_micros(lat));
+        }
         let mut st = self.live("fsync")?;
         st.tick(&self.name, "fsync")?;
         if let Some(kind) = st.take_fault(&self.name, FaultOp::Sync) {
