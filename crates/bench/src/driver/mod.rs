@@ -127,6 +127,11 @@ pub struct EngineStats {
     pub admission_delay_us: Option<u64>,
     /// Admission delay currently asked of each commit, a gauge.
     pub admission_delay_now_us: Option<u64>,
+    /// Of the admission delay, the time commits waited for the page cleaner to make room in
+    /// the log (evenkeel's room waits, under steady), cumulative.
+    pub room_wait_us: Option<u64>,
+    /// Pages changed while being written (still dirty after the write), cumulative.
+    pub pages_redirtied_in_write: Option<u64>,
     pub pages_read: Option<u64>,
     pub pages_written: Option<u64>,
     pub read_ahead_pages: Option<u64>,

@@ -240,6 +240,10 @@ fn stall_chart(rows: &[SampleRow]) -> Chart {
         "admission delay",
         pts(rows, |r| r.admission_delay_ms),
     ))
+    .with(Series::new(
+        "of which room waits",
+        pts(rows, |r| r.room_wait_ms),
+    ))
 }
 
 fn f2(v: f64) -> String {
@@ -282,6 +286,7 @@ fn flushing_table(s: &Summary) -> String {
         "mean dirty %",
         "foreground stall s",
         "admission delay s",
+        "of which room waits s",
         "sync-point seconds",
         "log-space seconds",
     ];
@@ -291,6 +296,7 @@ fn flushing_table(s: &Summary) -> String {
         o(s.dirty_pct_mean),
         o(s.foreground_stall_s),
         o(s.admission_delay_s),
+        o(s.room_wait_s),
         s.sync_point_seconds
             .map_or("-".to_string(), |v| v.to_string()),
         s.log_space_seconds

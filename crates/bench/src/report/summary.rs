@@ -65,6 +65,10 @@ pub struct Summary {
     pub foreground_stall_s: Option<f64>,
     /// Commit admission delay over the measured seconds, summed over threads.
     pub admission_delay_s: Option<f64>,
+    /// Of the admission delay, commits waiting for the page cleaner to make room in the log
+    /// (evenkeel's room waits), summed over threads.
+    #[serde(default)]
+    pub room_wait_s: Option<f64>,
     /// Measured seconds in which committing threads flushed at the checkpoint's sync point
     /// (flushed_sync_pages > 0).
     pub sync_point_seconds: Option<u64>,
@@ -166,6 +170,7 @@ impl Summary {
         let dirty: Vec<f64> = m.iter().filter_map(|r| r.dirty_pct).collect();
         let stall: Vec<f64> = m.iter().filter_map(|r| r.stall_ms).collect();
         let admission: Vec<f64> = m.iter().filter_map(|r| r.admission_delay_ms).collect();
+        let room: Vec<f64> = m.iter().filter_map(|r| r.room_wait_ms).collect();
         let sync: Vec<u64> = m.iter().filter_map(|r| r.flushed_sync_pages).collect();
         let log_space: Vec<u64> = m.iter().filter_map(|r| r.flushed_log_space_pages).collect();
         let mut policies: Vec<&str> = Vec::new();
@@ -203,6 +208,7 @@ impl Summary {
             foreground_stall_s: (!stall.is_empty()).then(|| stall.iter().sum::<f64>() / 1000.0),
             admission_delay_s: (!admission.is_empty())
                 .then(|| admission.iter().sum::<f64>() / 1000.0),
+            room_wait_s: (!room.is_empty()).then(|| room.iter().sum::<f64>() / 1000.0),
             sync_point_seconds: (!sync.is_empty())
                 .then(|| sync.iter().filter(|&&p| p > 0).count() as u64),
             log_space_seconds: (!log_space.is_empty())
@@ -244,12 +250,13 @@ impl Summary {
 pub fn flushing_line(s: &Summary) -> String {
     let o = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}"));
     format!(
-        "flushing: policy {}, max checkpoint age {}%, mean dirty {}%, foreground stall {} s, admission delay {} s, sync-point seconds {}, log-space seconds {}",
+        "flushing: policy {}, max checkpoint age {}%, mean dirty {}%, foreground stall {} s, admission delay {} s (room waits {} s), sync-point seconds {}, log-space seconds {}",
         s.flush_policy.as_deref().unwrap_or("-"),
         o(s.checkpoint_age_max_pct),
         o(s.dirty_pct_mean),
         o(s.foreground_stall_s),
         o(s.admission_delay_s),
+        o(s.room_wait_s),
         s.sync_point_seconds.map_or("-".to_string(), |v| v.to_string()),
         s.log_space_seconds.map_or("-".to_string(), |v| v.to_string())
     )

@@ -80,6 +80,7 @@ pub fn render(workload: &str, vary: &str, runs: &[SweepRun]) -> String {
                 "mean dirty %",
                 "fg stall s",
                 "admission s",
+                "room wait s",
                 "sync-point s",
                 "log-space s",
             ]);
@@ -100,6 +101,7 @@ pub fn render(workload: &str, vary: &str, runs: &[SweepRun]) -> String {
             opt(s.dirty_pct_mean),
             opt(s.foreground_stall_s),
             opt(s.admission_delay_s),
+            opt(s.room_wait_s),
             s.sync_point_seconds
                 .map_or("-".to_string(), |v| v.to_string()),
             s.log_space_seconds

@@ -118,8 +118,13 @@ pub struct SampleRow {
     pub admission_delay_ms: Option<f64>,
     /// Admission delay asked of each commit at the end of the interval.
     pub admission_delay_now_us: Option<u64>,
+    /// Of the admission delay, time commits waited for the page cleaner to make room in the
+    /// log, summed over threads.
+    pub room_wait_ms: Option<f64>,
     pub pages_read: Option<u64>,
     pub pages_written: Option<u64>,
+    /// Pages changed while being written (each stays dirty, from the change's LSN).
+    pub pages_redirtied_in_write: Option<u64>,
     pub read_ahead_pages: Option<u64>,
     pub read_ahead_evicted_unused: Option<u64>,
     pub log_write_bytes: Option<u64>,
@@ -247,8 +252,10 @@ impl Sampler {
             stall_free_frame_ms: ms(e.stall_free_frame_us, b.stall_free_frame_us),
             admission_delay_ms: ms(e.admission_delay_us, b.admission_delay_us),
             admission_delay_now_us: e.admission_delay_now_us,
+            room_wait_ms: ms(e.room_wait_us, b.room_wait_us),
             pages_read: delta(e.pages_read, b.pages_read),
             pages_written: delta(e.pages_written, b.pages_written),
+            pages_redirtied_in_write: delta(e.pages_redirtied_in_write, b.pages_redirtied_in_write),
             read_ahead_pages: delta(e.read_ahead_pages, b.read_ahead_pages),
             read_ahead_evicted_unused: delta(
                 e.read_ahead_evicted_unused,

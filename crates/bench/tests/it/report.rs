@@ -53,8 +53,10 @@ fn recorded() -> Vec<SampleRow> {
             stall_free_frame_ms: Some(0.0),
             admission_delay_ms: Some(if t > 20 { 4.0 } else { 0.0 }),
             admission_delay_now_us: Some(if t > 20 { 100 } else { 0 }),
+            room_wait_ms: Some(if t > 50 { 1.0 } else { 0.0 }),
             pages_read: Some(10),
             pages_written: Some(220),
+            pages_redirtied_in_write: Some(3),
             read_ahead_pages: Some(64),
             read_ahead_evicted_unused: Some(t % 3),
             log_write_bytes: Some(2_000_000),
@@ -106,6 +108,7 @@ fn report_renders_from_recorded_series_and_svg_parses() {
     assert_eq!(s.foreground_stall_s, Some(0.75));
     assert_eq!(s.flush_policy.as_deref(), Some("innodb55 -> steady"));
     assert!(s.admission_delay_s.is_some_and(|a| (a - 0.16).abs() < 1e-9));
+    assert!(s.room_wait_s.is_some_and(|a| (a - 0.01).abs() < 1e-9));
     assert_eq!(s.zero_seconds, 3);
     assert_eq!(s.longest_zero_run, 3);
     assert_eq!(s.checkpoint_age_max_pct, Some(60.0));
@@ -230,7 +233,8 @@ fn report_renders_from_recorded_series_and_svg_parses() {
             "stall: log space promised",
             "stall: max dirty",
             "stall: free frame",
-            "admission delay"
+            "admission delay",
+            "of which room waits"
         ]
     );
     // The --at change is a vertical marker on the throughput chart, at second 20.
@@ -290,6 +294,7 @@ fn results_dir_round_trips() {
         "rss_bytes",
         "foreground_stall_s",
         "admission_delay_s",
+        "room_wait_s",
         "sync_point_seconds",
         "log_space_seconds",
         "flush_policy",
