@@ -184,7 +184,6 @@ impl Driver for EvenkeelDriver {
             ("max_dirty_waits", s.max_dirty_waits),
             ("admission_delays", s.admission_delays),
             ("room_waits", s.room_waits),
-            ("room_wait_us", s.room_wait_us),
             ("free_frame_waits", b.free_frame_waits),
             ("commits", s.commits),
             ("rollbacks", s.rollbacks),

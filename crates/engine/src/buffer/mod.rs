@@ -366,18 +366,12 @@ impl BufferPool {
         let mut st = self.instances[k].state.lock();
         let m = &mut st.meta[local as usize];
         m.newest_lsn = end.0;
-        if m.oldest_lsn != 0 && m.io_busy {
-            // Changed while a write of the page is in flight. The caller holds the page's
-            // exclusive latch and the image was copied under a shared one, so if the copy was
-            // taken this change is not in it; if not yet, recording it is merely early. The
-            // smallest start wins (two changes' stamps cannot reorder under the latch, but
-            // being exact costs nothing).
-            let start = start.0.max(1);
-            m.redirty_lsn = if m.redirty_lsn == 0 {
-                start
-            } else {
-                m.redirty_lsn.min(start)
-            };
+        if m.oldest_lsn != 0 && m.io_busy && m.redirty_lsn == 0 {
+            // The first change while a write of the page is in flight. The caller holds the
+            // page's exclusive latch and the image was copied under a shared one, so if the
+            // copy was taken this change is not in it; if not yet, recording it is merely
+            // early. Later changes come after it: the latch orders a page's stamps.
+            m.redirty_lsn = start.0.max(1);
         }
         if m.oldest_lsn == 0 {
             self.counters.pages_dirtied.fetch_add(1, Ordering::Relaxed);

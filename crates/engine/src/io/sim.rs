@@ -15,7 +15,9 @@ use super::{File, FileKind, Storage};
 use crate::error::{Error, Result};
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// A limit on simulated file size, so a wild offset fails instead of exhausting memory.
 pub const SIM_MAX_FILE_BYTES: u64 = 4 << 30;
@@ -334,7 +336,7 @@ struct Inner {
     state: Mutex<State>,
     stats: IoCounters,
     /// Microseconds every fsync takes (0: instant), slept before the disk's lock is taken.
-    sync_latency_us: std::sync::atomic::AtomicU64,
+    sync_latency_us: AtomicU64,
 }
 
 /// An in-memory disk shared by the engine and the test; clones share the same disk.
@@ -361,7 +363,7 @@ impl SimStorage {
                 label: label.into(),
                 state: Mutex::new(State::default()),
                 stats: IoCounters::default(),
-                sync_latency_us: std::sync::atomic::AtomicU64::new(0),
+                sync_latency_us: AtomicU64::new(0),
             }),
         }
     }
@@ -369,10 +371,10 @@ impl SimStorage {
     /// Makes every fsync take `d` (slept outside the disk's lock, so other files' I/O goes on),
     /// as a real device's does: it opens the windows in which other threads run while a write
     /// is in flight (a page changed while being written, a commit while its log is synced).
-    pub fn set_sync_latency(&self, d: std::time::Duration) {
+    pub fn set_sync_latency(&self, d: Duration) {
         self.inner.sync_latency_us.store(
             d.as_micros().min(u64::MAX as u128) as u64,
-            std::sync::atomic::Ordering::Relaxed,
+            Ordering::Relaxed,
         );
     }
 
@@ -699,12 +701,9 @@ impl File for SimFile {
     }
 
     fn sync(&self) -> Result<()> {
-        let lat = self
-            .inner
-            .sync_latency_us
-            .load(std::sync::atomic::Ordering::Relaxed);
+        let lat = self.inner.sync_latency_us.load(Ordering::Relaxed);
         if lat > 0 {
-            std::thread::sleep(std::time::Duration::from_micros(lat));
+            std::thread::sleep(Duration::from_micros(lat));
         }
         let mut st = self.live("fsync")?;
         st.tick(&self.name, "fsync")?;
