@@ -34,8 +34,13 @@ pub enum Error {
     },
     #[error("{path}: {reason}")]
     BadDatabase { path: PathBuf, reason: String },
-    #[error("unknown option `{name}`; known options: {known}")]
-    UnknownOption { name: String, known: String },
+    #[error("unknown option `{name}`{hint}; known options: {known}")]
+    UnknownOption {
+        name: String,
+        /// " (did you mean `x`?)" when a known name is close, else empty.
+        hint: String,
+        known: String,
+    },
     #[error("option `{name}` = `{value}` is invalid: {expected}")]
     InvalidOption {
         name: String,
@@ -104,8 +109,36 @@ pub enum Error {
     LogGroupTooLarge { len: usize, max: usize },
     #[error("the redo log is closed")]
     LogClosed,
-    #[error("transaction is no longer usable: {0}")]
-    TransactionClosed(&'static str),
+    #[error(
+        "txn {txn} was rolled back by an earlier error ({cause}); every later call on it fails \
+         and it cannot commit: drop it and run the transaction again"
+    )]
+    TransactionAborted { txn: TxnId, cause: String },
+    #[error(
+        "table `{table}` belongs to the database at {table_db}, not to the one at {txn_db} this \
+         transaction runs on; open the table from the transaction's database"
+    )]
+    ForeignTable {
+        table: String,
+        table_db: String,
+        txn_db: String,
+    },
+    #[error(
+        "table `{0}` was dropped: this handle no longer refers to a table (open it again by \
+         name if it was re-created)"
+    )]
+    TableDropped(String),
+    #[error("the database at {0} is closed")]
+    DatabaseClosed(String),
+    #[error("the database at {location} is open read-only: {what} is refused")]
+    ReadOnly { location: String, what: &'static str },
+    #[error(
+        "{path}: the database was not shut down cleanly, and opening it read-only cannot run \
+         crash recovery (recovery writes to the database). Run `evenkeel recover {dir}` (or \
+         open it read-write) first, or `evenkeel check --salvage --out OUT {dir}` to export \
+         what is readable without changing it"
+    )]
+    NeedsRecovery { path: PathBuf, dir: String },
     #[error(
         "transaction too large: {what} of {bytes} bytes is over the limit of {limit} bytes ({why})"
     )]
