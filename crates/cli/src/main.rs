@@ -88,12 +88,14 @@ enum Command {
 
     /// Run crash recovery on a database that was not shut down cleanly (the read-only
     /// commands refuse one)
-    #[command(long_about = "Run crash recovery on a database whose last process was killed \
+    #[command(
+        long_about = "Run crash recovery on a database whose last process was killed \
         or crashed: restore torn pages from the doublewrite area, redo the log from the last \
         checkpoint, re-apply committed transactions whose apply was cut, then close cleanly. \
         dump, status and check write nothing to a database, so they refuse one that needs \
         this. A cleanly shut down database is left as it is. Damage that recovery cannot \
-        repair exits 3; `evenkeel check --salvage --out DIR` exports what is readable.")]
+        repair exits 3; `evenkeel check --salvage --out DIR` exports what is readable."
+    )]
     Recover(recover::RecoverArgs),
 
     /// Print sizes and counters, grouped like SHOW ENGINE INNODB STATUS

@@ -163,7 +163,10 @@ pub fn check_file_with_log(
     };
     // C1 also covers the file's length: the rule open applies after a clean shutdown
     if let Err(reason) = space::check_file_length(len, ps, &h) {
-        c.problem((len / ps as u64).min(u64::from(u32::MAX)) as u32, format!("C1 {reason}"));
+        c.problem(
+            (len / ps as u64).min(u64::from(u32::MAX)) as u32,
+            format!("C1 {reason}"),
+        );
     }
     // C1: read and verify every page the file holds (pages past its end were reported above)
     for pid in 0..present {

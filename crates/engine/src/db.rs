@@ -828,7 +828,11 @@ impl Database {
     /// The most writes one transaction can commit when each writes `key_len + value_len`
     /// bytes (the redo log's size bounds a transaction), and the option to raise for more
     /// (`log_file_size` or `log_buffer_size`).
-    pub fn max_writes_per_transaction(&self, key_len: usize, value_len: usize) -> (u64, &'static str) {
+    pub fn max_writes_per_transaction(
+        &self,
+        key_len: usize,
+        value_len: usize,
+    ) -> (u64, &'static str) {
         let log = &self.inner.dur.log;
         crate::txn::transaction::max_writes_per_transaction(
             log.capacity(),

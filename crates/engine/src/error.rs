@@ -131,7 +131,10 @@ pub enum Error {
     #[error("the database at {0} is closed")]
     DatabaseClosed(String),
     #[error("the database at {location} is open read-only: {what} is refused")]
-    ReadOnly { location: String, what: &'static str },
+    ReadOnly {
+        location: String,
+        what: &'static str,
+    },
     #[error(
         "{path}: the database was not shut down cleanly, and opening it read-only cannot run \
          crash recovery (recovery writes to the database). Run `evenkeel recover {dir}` (or \

@@ -159,7 +159,7 @@ fn parse_millis(raw: &str) -> Option<u64> {
 
 /// `50s`, `500ms`, `1500ms`: whole seconds when exact, else milliseconds.
 fn format_millis(ms: u64) -> String {
-    if ms % 1000 == 0 {
+    if ms.is_multiple_of(1000) {
         format!("{}s", ms / 1000)
     } else {
         format!("{ms}ms")
@@ -463,7 +463,9 @@ fn toml_hint(text: &str, e: &toml::de::Error) -> String {
         .is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()));
     let unquoted_word = !value.is_empty()
         && !value.starts_with(['"', '\''])
-        && value.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.');
+        && value
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.');
     if unquoted_size || unquoted_word {
         format!(
             "; in TOML a value with letters must be quoted: write `{} = \"{value}\"`",

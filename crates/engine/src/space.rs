@@ -122,7 +122,7 @@ pub fn check_file_length(
     header: &Header,
 ) -> std::result::Result<(), String> {
     let ps = page_size as u64;
-    if len % ps != 0 {
+    if !len.is_multiple_of(ps) {
         return Err(format!(
             "the file is {len} bytes, not a multiple of its page size of {page_size} bytes: \
              {} bytes past the last whole page (page {}); it was truncated or appended to",

@@ -191,7 +191,10 @@ impl Run {
 
         let dir = self.dir.to_str().expect("utf-8 path");
         // the read-only commands refuse a database that needs recovery: recover it first
-        let recover = self.command(&["recover", dir]).output().expect("run recover");
+        let recover = self
+            .command(&["recover", dir])
+            .output()
+            .expect("run recover");
         assert!(
             recover.status.success(),
             "{ctx}: recover failed after the kill ({}):\n{}",

@@ -175,9 +175,9 @@ impl Transaction {
     }
 
     fn lock_x(&mut self, t: &Table, key: &[u8]) -> Result<()> {
-        let timeout = self.lock_wait_timeout.unwrap_or_else(|| {
-            self.db.dur.knobs.read().lock_wait_timeout
-        });
+        let timeout = self
+            .lock_wait_timeout
+            .unwrap_or_else(|| self.db.dur.knobs.read().lock_wait_timeout);
         let r = self
             .db
             .locks
