@@ -9,7 +9,10 @@ use std::time::Duration;
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-#[derive(Debug, thiserror::Error)]
+/// Each variant displays as a sentence that names the thing and the limit or the way on;
+/// `Debug` prints the variant's name and that sentence, so `fn main() -> Result<(), Error>`
+/// shows the sentence too.
+#[derive(thiserror::Error)]
 pub enum Error {
     #[error("{op} of {file} failed: {source}")]
     Io {
@@ -153,6 +156,48 @@ pub enum Error {
     },
     #[error("recovery failed at LSN {lsn}: {reason}")]
     Recovery { lsn: u64, reason: String },
+}
+
+impl Error {
+    /// The variant's name, as `Debug` prints it.
+    fn kind(&self) -> &'static str {
+        match self {
+            Error::Io { .. } => "Io",
+            Error::PageRead { .. } => "PageRead",
+            Error::CorruptPage { .. } => "CorruptPage",
+            Error::BadDatabase { .. } => "BadDatabase",
+            Error::UnknownOption { .. } => "UnknownOption",
+            Error::InvalidOption { .. } => "InvalidOption",
+            Error::InvalidConfig { .. } => "InvalidConfig",
+            Error::LockWaitTimeout { .. } => "LockWaitTimeout",
+            Error::Deadlock { .. } => "Deadlock",
+            Error::LockMemoryExhausted { .. } => "LockMemoryExhausted",
+            Error::KeyTooLarge { .. } => "KeyTooLarge",
+            Error::ValueTooLarge { .. } => "ValueTooLarge",
+            Error::TableNotFound(..) => "TableNotFound",
+            Error::TableExists(..) => "TableExists",
+            Error::InvalidTableName { .. } => "InvalidTableName",
+            Error::SpaceExhausted(..) => "SpaceExhausted",
+            Error::Poisoned(..) => "Poisoned",
+            Error::LogFull { .. } => "LogFull",
+            Error::LogGroupTooLarge { .. } => "LogGroupTooLarge",
+            Error::LogClosed => "LogClosed",
+            Error::TransactionAborted { .. } => "TransactionAborted",
+            Error::ForeignTable { .. } => "ForeignTable",
+            Error::TableDropped(..) => "TableDropped",
+            Error::DatabaseClosed(..) => "DatabaseClosed",
+            Error::ReadOnly { .. } => "ReadOnly",
+            Error::NeedsRecovery { .. } => "NeedsRecovery",
+            Error::TransactionTooLarge { .. } => "TransactionTooLarge",
+            Error::Recovery { .. } => "Recovery",
+        }
+    }
+}
+
+impl std::fmt::Debug for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {self}", self.kind())
+    }
 }
 
 impl Error {

@@ -453,6 +453,13 @@ fn the_public_types_print_with_debug() {
     let txn = db.begin();
     let text = format!("{db:?} {t:?} {txn:?}");
     assert!(text.contains("Database") && text.contains("Table") && text.contains("Transaction"));
+    // what `fn main() -> Result<(), Error>` prints: the sentence, not a struct's fields
+    let e = Options::default().set("page_size", "3K").unwrap_err();
+    assert_eq!(
+        format!("{e:?}"),
+        format!("InvalidOption: {e}"),
+        "Debug of an error is its kind and sentence"
+    );
 }
 
 #[test]
