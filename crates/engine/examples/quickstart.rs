@@ -22,7 +22,7 @@ fn main() -> evenkeel::Result<()> {
         let (key, value) = row?; // a scan does not borrow the transaction:
         txn.put(&fruit, &key, &[&value[..], b"!"].concat())?; // it may write meanwhile
     }
-    if let Some(row) = fruit.range(&txn, ..)?.rev().next() {
+    if let Some(row) = fruit.range(&txn, ..)?.next_back() {
         // .rev() walks down
         let (key, value) = row?;
         println!(

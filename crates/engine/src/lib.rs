@@ -88,12 +88,16 @@ pub mod fuzz;
 #[doc(hidden)]
 pub mod io;
 #[doc(hidden)]
+pub mod locks;
+#[doc(hidden)]
 pub mod mtr;
 pub mod options;
 #[doc(hidden)]
 pub mod page;
 #[doc(hidden)]
 pub mod recovery;
+#[doc(hidden)]
+pub mod shared;
 #[doc(hidden)]
 pub mod space;
 #[doc(hidden)]
@@ -106,5 +110,5 @@ pub mod wal;
 pub use check::{CheckReport, Problem, TableReport};
 pub use db::{check_dir, require_database, Database, Status, Table, DATA_FILE};
 pub use error::{Error, Result};
-pub use options::Options;
+pub use options::{FlushPolicy, Options};
 pub use txn::transaction::{Durability, KeyRange, Scan, Transaction};

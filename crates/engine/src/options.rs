@@ -242,6 +242,89 @@ impl KnobValue for FlushMethod {
     }
 }
 
+/// The page cleaner's flush policy (`adaptive_flushing`): one type from option parsing to the
+/// cleaner, `Status` and the workbench. Parsed and printed by its name.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FlushPolicy {
+    /// InnoDB 5.1: io_capacity pages past max_dirty_pages_pct, flushing at the async point.
+    Fixed,
+    /// InnoDB 5.5's adaptive flushing: the redo rate times dirty pages per redo byte.
+    Innodb55,
+    /// XtraDB's `estimate`: from the age of the oldest dirty pages.
+    Estimate,
+    /// XtraDB's `keep_average`: a steady share of the flush list each second.
+    KeepAverage,
+    /// InnoDB 5.6-8.0's adaptive flushing: pct_for_lsn and pct_for_dirty, averaged.
+    Innodb80,
+    /// evenkeel's own: holds the checkpoint age at a set point by feedback and feed-forward,
+    /// with commit admission instead of foreground flushing.
+    #[default]
+    Steady,
+}
+
+impl FlushPolicy {
+    /// Every policy, in the order of [`FlushPolicy::NAMES`].
+    pub const ALL: [FlushPolicy; 6] = [
+        FlushPolicy::Fixed,
+        FlushPolicy::Innodb55,
+        FlushPolicy::Estimate,
+        FlushPolicy::KeepAverage,
+        FlushPolicy::Innodb80,
+        FlushPolicy::Steady,
+    ];
+    /// The names `adaptive_flushing` accepts.
+    pub const NAMES: &'static [&'static str] = &[
+        "fixed",
+        "innodb55",
+        "estimate",
+        "keep_average",
+        "innodb80",
+        "steady",
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            FlushPolicy::Fixed => "fixed",
+            FlushPolicy::Innodb55 => "innodb55",
+            FlushPolicy::Estimate => "estimate",
+            FlushPolicy::KeepAverage => "keep_average",
+            FlushPolicy::Innodb80 => "innodb80",
+            FlushPolicy::Steady => "steady",
+        }
+    }
+
+    /// The policy named `name` (case-insensitive, `-` = `_`).
+    pub fn parse(name: &str) -> Option<FlushPolicy> {
+        let want = name.trim().replace('-', "_");
+        FlushPolicy::ALL
+            .into_iter()
+            .find(|p| p.name().eq_ignore_ascii_case(&want))
+    }
+}
+
+impl std::fmt::Display for FlushPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Index into [`FlushPolicy::NAMES`], the set its knob is declared with.
+impl KnobValue for FlushPolicy {
+    fn to_knob(&self) -> u64 {
+        FlushPolicy::ALL
+            .iter()
+            .position(|p| p == self)
+            .map_or(u64::MAX, |i| i as u64)
+    }
+    fn from_knob(v: u64) -> Self {
+        usize::try_from(v)
+            .ok()
+            .and_then(|i| FlushPolicy::ALL.get(i).copied())
+            .unwrap_or_default()
+    }
+}
+
 /// One row of the table: everything known about a knob.
 struct Knob {
     name: &'static str,
@@ -319,7 +402,7 @@ knobs! {
     /// Bytes of keys and values one transaction may write; more fails with TransactionTooLarge.
     max_write_set_size: u64 = 64 * MIB, Kind::Size { min: 4 * KIB, max: TIB };
     /// Flush policy: fixed (5.1), innodb55, estimate, keep_average (XtraDB), innodb80, steady (ours). Dynamic.
-    adaptive_flushing: usize = 5, Kind::Name(crate::flush::policy::POLICY_NAMES);
+    adaptive_flushing: FlushPolicy = FlushPolicy::Steady, Kind::Name(FlushPolicy::NAMES);
     /// innodb80: checkpoint age, in percent of capacity, under which redo does not drive flushing. Dynamic.
     adaptive_flushing_lwm: u64 = 10, Kind::Int { min: 0, max: 70, unit: "percent" };
     /// innodb80/innodb55: loops (about seconds) over which rates are averaged. Dynamic.

@@ -12,10 +12,10 @@
 //! Limits: max_write_set_size on the bytes written, and a COMMIT record at most a quarter of
 //! the log capacity (a transaction must never be able to fill the log by itself).
 
-use crate::db::{DbInner, Table};
 use crate::error::{Error, Result};
+use crate::locks::LockMode;
 use crate::page::node;
-use crate::txn::locks::LockMode;
+use crate::shared::{DbInner, Table};
 use crate::types::{Lsn, TableId, TxnId};
 use crate::wal::record::{self, WriteOp};
 use crate::wal::FlushAtCommit;
@@ -387,8 +387,8 @@ impl Transaction {
         // reservation still held unspent.
         let _room = dur.admit(redo)?;
         let range = {
-            let (range, _fence) = dur.append_fenced(&payload)?;
-            dur.begin_applying(range.start);
+            let (range, _fence) = dur.space.append_fenced(&payload)?;
+            dur.space.begin_applying(range.start);
             range
         };
         let applied = apply_writes(db, &self.writes, false);
@@ -399,8 +399,8 @@ impl Transaction {
         }
         let mut done = Vec::with_capacity(16);
         record::encode_apply_done(&mut done, range.start.0);
-        let r = dur.append_fenced(&done).map(|(_, _fence)| ());
-        dur.end_applying(range.start);
+        let r = dur.space.append_fenced(&done).map(|(_, _fence)| ());
+        dur.space.end_applying(range.start);
         r?;
         dur.log
             .flush_for_commit_with(range.end, durability.flush_at_commit())
@@ -513,8 +513,8 @@ pub(crate) fn reapply(db: &DbInner, pending: BTreeMap<u64, Vec<WriteOp>>) -> Res
     // this recovery crashed, the next one would not find them. Appending the re-applied
     // changes may need log space, and making room checkpoints (append_fenced).
     for &commit_lsn in pending.keys() {
-        let _f = db.dur.fence_shared();
-        db.dur.begin_applying(Lsn(commit_lsn));
+        let _f = db.dur.space.fence_shared();
+        db.dur.space.begin_applying(Lsn(commit_lsn));
     }
     if !pending.is_empty() {
         // all the room there is: write what redo dirtied, checkpoint up to the oldest COMMIT
@@ -532,8 +532,8 @@ pub(crate) fn reapply(db: &DbInner, pending: BTreeMap<u64, Vec<WriteOp>>) -> Res
         apply_writes(db, &ws, true)?;
         let mut done = Vec::with_capacity(16);
         record::encode_apply_done(&mut done, commit_lsn);
-        drop(db.dur.append_fenced(&done)?);
-        db.dur.end_applying(Lsn(commit_lsn));
+        drop(db.dur.space.append_fenced(&done)?);
+        db.dur.space.end_applying(Lsn(commit_lsn));
         n += 1;
     }
     Ok(n)

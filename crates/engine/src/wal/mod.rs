@@ -102,6 +102,7 @@ mod header;
 pub(crate) mod layout;
 mod reader;
 pub mod record;
+pub mod space;
 mod stats;
 mod writer;
 
@@ -110,6 +111,7 @@ mod tests;
 
 pub use header::probe_geometry;
 pub use reader::ScanStop;
+pub use space::{LogSpace, MakeRoom};
 pub use stats::LogStats;
 pub use writer::Log;
 

@@ -218,7 +218,7 @@ impl Log {
                 max: sh.max_payload,
             });
         }
-        let total = (len + super::block::GROUP_OVERHEAD) as u64;
+        let total = (len + super::layout::GROUP_OVERHEAD) as u64;
         let mut st = sh.state.lock();
         let mut wait_started: Option<Instant> = None;
         loop {
