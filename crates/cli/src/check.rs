@@ -58,7 +58,7 @@ pub struct CheckArgs {
 }
 
 pub fn run(args: &CheckArgs) -> CmdResult {
-    let lock = dirlock::lock(&args.dir)?;
+    let lock = dirlock::lock_existing(&args.dir)?;
     if let (true, Some(out)) = (args.salvage, &args.out) {
         if !args.dir.join(evenkeel::db::DATA_FILE).exists() {
             return Err(Failure::Operation(format!(

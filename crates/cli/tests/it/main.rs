@@ -8,4 +8,5 @@ mod fuzz;
 mod kill;
 
 mod salvage;
+mod surface;
 mod torture;
