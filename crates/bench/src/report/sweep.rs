@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 use super::html::table;
-use super::summary::{seed002_columns, Summary};
+use super::summary::{column_notes_text, seed002_columns, Summary};
 use super::svg::{esc, Chart, Series};
 use crate::sampler::SampleRow;
 use crate::stability::windows;
@@ -21,6 +21,7 @@ pub struct SweepRun {
 /// Plain-text table in seed 002's layout (space-separated, engine column last).
 pub fn text_table(runs: &[SweepRun]) -> String {
     let mut o = String::new();
+    let mut head: Vec<&str> = Vec::new();
     for (i, r) in runs.iter().enumerate() {
         let mut cols = seed002_columns(&r.summary);
         if let Some(last) = cols.last_mut() {
@@ -44,11 +45,14 @@ pub fn text_table(runs: &[SweepRun]) -> String {
             ("stall_s", one(r.summary.foreground_stall_s)),
         );
         if i == 0 {
-            let head: Vec<&str> = cols.iter().map(|c| c.0).collect();
+            head = cols.iter().map(|c| c.0).collect();
             let _ = writeln!(o, "{}", head.join(" "));
         }
         let vals: Vec<&str> = cols.iter().map(|c| c.1.as_str()).collect();
         let _ = writeln!(o, "{}", vals.join(" "));
+    }
+    if !head.is_empty() {
+        let _ = write!(o, "where:\n{}", column_notes_text(&head));
     }
     o
 }
