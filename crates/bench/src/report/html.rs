@@ -395,7 +395,7 @@ fn workload_tables(s: &Summary) -> String {
 }
 
 /// What each summary column means, as a definition list under the table.
-fn column_notes(names: &[&str]) -> String {
+pub fn column_notes(names: &[&str]) -> String {
     let mut o = String::from("<dl class=\"notes\">");
     for n in names {
         if let Some(d) = column_note(n) {

@@ -5,8 +5,8 @@
 
 use std::fmt::Write as _;
 
-use super::html::table;
-use super::summary::{column_notes_text, seed002_columns, Summary};
+use super::html::{column_notes, table};
+use super::summary::{seed002_columns, Summary};
 use super::svg::{esc, Chart, Series};
 use crate::sampler::SampleRow;
 use crate::stability::windows;
@@ -21,7 +21,6 @@ pub struct SweepRun {
 /// Plain-text table in seed 002's layout (space-separated, engine column last).
 pub fn text_table(runs: &[SweepRun]) -> String {
     let mut o = String::new();
-    let mut head: Vec<&str> = Vec::new();
     for (i, r) in runs.iter().enumerate() {
         let mut cols = seed002_columns(&r.summary);
         if let Some(last) = cols.last_mut() {
@@ -45,14 +44,11 @@ pub fn text_table(runs: &[SweepRun]) -> String {
             ("stall_s", one(r.summary.foreground_stall_s)),
         );
         if i == 0 {
-            head = cols.iter().map(|c| c.0).collect();
+            let head: Vec<&str> = cols.iter().map(|c| c.0).collect();
             let _ = writeln!(o, "{}", head.join(" "));
         }
         let vals: Vec<&str> = cols.iter().map(|c| c.1.as_str()).collect();
         let _ = writeln!(o, "{}", vals.join(" "));
-    }
-    if !head.is_empty() {
-        let _ = write!(o, "where:\n{}", column_notes_text(&head));
     }
     o
 }
@@ -114,6 +110,7 @@ pub fn render(workload: &str, vary: &str, runs: &[SweepRun]) -> String {
         rows.push(row);
     }
     o.push_str(&table(&head, &rows, &[0]));
+    o.push_str(&column_notes(&head));
     let op = runs
         .first()
         .map_or("ops".to_string(), |r| r.summary.op.clone());
