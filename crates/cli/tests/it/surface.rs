@@ -137,3 +137,46 @@ fn no_colour_codes_when_stderr_is_not_a_terminal() {
         "plain text without ANSI codes: {err:?}"
     );
 }
+
+#[test]
+fn a_bench_run_into_pipes_prints_plain_lines_without_a_progress_bar() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let out_dir = tmp.path().join("results");
+    let out = run(
+        &[
+            "bench",
+            "tpcc",
+            "--engine",
+            "model",
+            "-w",
+            "1",
+            "--items",
+            "1000",
+            "--customers",
+            "300",
+            "--duration",
+            "3",
+            "--warmup",
+            "1",
+            "--interval",
+            "1",
+            "--out",
+            arg(&out_dir),
+        ],
+        b"",
+    );
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(code(&out), Some(0), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("trx:") && stdout.contains("tpmC"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("\nmachine: load average"), "{stdout}");
+    for (name, s) in [("stdout", &stdout), ("stderr", &stderr)] {
+        assert!(!s.contains('\x1b'), "{name} has ANSI codes: {s:?}");
+        assert!(
+            !s.contains('\r'),
+            "{name} has a progress bar's carriage returns: {s:?}"
+        );
+    }
+}
