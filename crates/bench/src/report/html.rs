@@ -450,7 +450,8 @@ fn io_section(s: &Summary) -> String {
         o.push_str(
             "<p>The process's figures count only its own reads and writes that reached storage \
              (/proc/self/io); the device's count every process on the device holding the data \
-             (/proc/diskstats), so a gap between them is a neighbour.</p>",
+             and the file system's own writes (/proc/diskstats): device figures well above the \
+             process's are someone else's I/O.</p>",
         );
     }
     let head = [

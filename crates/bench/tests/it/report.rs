@@ -275,6 +275,10 @@ fn report_renders_from_recorded_series_and_svg_parses() {
     assert_eq!(s.other_cpu_pct_max, Some(150.0));
     assert!(s.load_avg_1m_mean.is_some_and(|l| (2.0..3.0).contains(&l)));
     // Every summary column is explained under the table.
+    for (col, _) in evenkeel_bench::report::summary::seed002_columns(&s) {
+        let note = evenkeel_bench::report::summary::column_note(col);
+        assert!(note.is_some(), "column {col} has no note");
+    }
     for (col, meaning) in [
         ("ips.av", "operations per second, mean"),
         ("r/i", "storage reads per operation"),
