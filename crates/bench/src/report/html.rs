@@ -64,8 +64,9 @@ fn count(v: Option<u64>) -> Option<f64> {
     v.map(|v| v as f64)
 }
 
-/// The charts of one run, in page order. Every time chart carries a vertical marker for each
-/// `--at` change, at the second after which it applied.
+/// The charts of one run, in page order. Every time chart's x axis runs from 0 to the run's
+/// last second, and carries the warm-up band and a vertical marker for each `--at` change, at
+/// the second after which it applied.
 pub fn charts(s: &Summary, rows: &[SampleRow]) -> Vec<Chart> {
     let op = &s.op;
     let tput = Chart::new(
@@ -185,6 +186,9 @@ pub fn charts(s: &Summary, rows: &[SampleRow]) -> Vec<Chart> {
     ]
     .into_iter()
     .map(|mut c| {
+        if let Some(last) = rows.last() {
+            c = c.x_end(last.t_s as f64);
+        }
         if let Some(end) = warmup_end {
             c = c.band(0.0, end, "warm-up (not measured)");
         }

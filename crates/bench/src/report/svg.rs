@@ -76,6 +76,9 @@ pub struct Chart {
     pub hlines: Vec<RefLine>,
     pub vlines: Vec<RefLine>,
     pub bands: Vec<Band>,
+    /// The x axis' end when the caller fixes it (the run's last second, shared by every chart
+    /// of a run); otherwise the last x of the data, lines and bands.
+    pub x_end: Option<f64>,
     pub width: f64,
     /// Height with a one-row legend; each further legend row adds `LEGEND_ROW`.
     pub height: f64,
@@ -212,6 +215,7 @@ impl Chart {
             hlines: Vec::new(),
             vlines: Vec::new(),
             bands: Vec::new(),
+            x_end: None,
             width: 860.0,
             height: 320.0,
         }
@@ -249,6 +253,12 @@ impl Chart {
             to,
             label: label.into(),
         });
+        self
+    }
+
+    /// Ends the x axis at `x`; points past it are left out.
+    pub fn x_end(mut self, x: f64) -> Self {
+        self.x_end = Some(x);
         self
     }
 
@@ -311,12 +321,15 @@ impl Chart {
             return o;
         }
         let all = || self.series.iter().flat_map(|s| s.points.iter());
-        let (x0, x1, xs) = x_range(
-            all()
-                .map(|p| p.0)
-                .chain(self.vlines.iter().map(|v| v.at))
-                .chain(self.bands.iter().flat_map(|b| [b.from, b.to])),
-        );
+        let (x0, x1, xs) = match self.x_end {
+            Some(end) => x_range(all().map(|p| p.0.min(end)).chain([end])),
+            None => x_range(
+                all()
+                    .map(|p| p.0)
+                    .chain(self.vlines.iter().map(|v| v.at))
+                    .chain(self.bands.iter().flat_map(|b| [b.from, b.to])),
+            ),
+        };
         let side = |a: Axis| {
             range(
                 self.series
@@ -449,6 +462,7 @@ impl Chart {
             let pts: Vec<String> = s
                 .points
                 .iter()
+                .filter(|p| p.0 <= x1)
                 .map(|&(x, y)| format!("{:.1},{:.1}", px(x), py(y, lo, hi)))
                 .collect();
             let _ = write!(
@@ -504,5 +518,86 @@ mod tests {
         let s = Chart::new("t", "x", "y").render();
         assert!(s.contains("no data"));
         assert!(!s.contains("polyline"));
+    }
+
+    /// The x of the last point of the first polyline.
+    fn last_x(svg: &str) -> f64 {
+        let pts = svg.split("points=\"").nth(1).expect("a polyline");
+        let pts = &pts[..pts.find('"').expect("closed")];
+        let last = pts.split_whitespace().last().expect("points");
+        last.split(',').next().expect("x").parse().expect("number")
+    }
+
+    #[test]
+    fn the_x_axis_ends_with_the_data_or_the_given_end() {
+        let pts: Vec<(f64, f64)> = (1..=130).map(|t| (t as f64, 1.0)).collect();
+        let svg = Chart::new("t", "x", "y")
+            .with(Series::new("s", pts.clone()))
+            .render();
+        assert_eq!(
+            last_x(&svg),
+            MARGIN_LEFT + 860.0 - MARGIN_LEFT - MARGIN_RIGHT
+        );
+        assert!(
+            svg.contains(">120<") && !svg.contains(">140<"),
+            "no tick past the end"
+        );
+        let svg = Chart::new("t", "x", "y")
+            .with(Series::new("s", pts))
+            .x_end(135.0)
+            .render();
+        let pw = 860.0 - MARGIN_LEFT - MARGIN_RIGHT;
+        assert!((last_x(&svg) - (MARGIN_LEFT + 130.0 / 135.0 * pw)).abs() < 0.06);
+        let short: Vec<(f64, f64)> = (1..=10).map(|t| (t as f64, 1.0)).collect();
+        let svg = Chart::new("t", "x", "y")
+            .with(Series::new("s", short))
+            .x_end(5.0)
+            .render();
+        assert!(
+            last_x(&svg) <= MARGIN_LEFT + pw,
+            "points past the end left out"
+        );
+    }
+
+    #[test]
+    fn legends_wrap_and_the_chart_grows_by_their_rows() {
+        let one = Chart::new("t", "x", "y")
+            .with(Series::new("a", vec![(0.0, 1.0), (1.0, 2.0)]))
+            .render();
+        assert!(one.contains(r#"height="320""#));
+        let mut c = Chart::new("t", "x", "y");
+        for i in 0..8 {
+            c = c.with(Series::new(
+                format!("a rather long series name number {i}"),
+                vec![(0.0, 1.0), (1.0, 2.0)],
+            ));
+        }
+        let svg = c.render();
+        let labels = c.legend_labels();
+        let widths: Vec<f64> = labels.iter().map(|l| text_width(l)).collect();
+        let layout = legend_layout(&widths, MARGIN_LEFT, 850.0);
+        let rows = layout.last().expect("entries").1 + 1;
+        assert!(rows >= 3, "{rows} rows");
+        for (&(x, _), w) in layout.iter().zip(&widths) {
+            assert!(x + SWATCH + w <= 850.0, "entry inside the chart");
+        }
+        let h = 320.0 + LEGEND_ROW * (rows - 1) as f64;
+        assert!(svg.contains(&format!(r#"height="{h}""#)), "grows to {h}");
+    }
+
+    #[test]
+    fn a_right_axis_keeps_the_plot_area() {
+        let plot = |svg: &str| {
+            let at = svg.find(r#"class="plot""#).expect("plot rect");
+            svg[at..at + 80].to_string()
+        };
+        let s = || Series::new("s", vec![(0.0, 1.0), (10.0, 2.0)]);
+        let left = Chart::new("t", "x", "y").with(s()).render();
+        let both = Chart::new("t", "x", "y")
+            .y2("z")
+            .with(s())
+            .with(s().right())
+            .render();
+        assert_eq!(plot(&left), plot(&both));
     }
 }
