@@ -107,6 +107,20 @@ pub fn run(args: &LoadArgs) -> CmdResult {
     let mut ack = args.ack_file.as_deref().map(AckFile::open).transpose()?;
     let db = Database::open_or_create(&args.dir, opts)
         .map_err(|e| Failure::engine(format!("opening {dir}"), e))?;
+    // The redo log bounds a transaction: a batch it cannot hold fails now, not after a
+    // batch of lines has been read (rows of one byte of key and no value need the least).
+    let (max_rows, option) = db.max_writes_per_transaction(1, 0);
+    if u64::from(args.batch) > max_rows {
+        let log = db.status().log_capacity_bytes;
+        let _ = db.close();
+        return Err(Failure::Usage(format!(
+            "--batch {} is more rows than one transaction can hold with this database's redo \
+             log ({log} bytes of capacity): at most {max_rows} rows of the smallest size, \
+             fewer for larger rows. Lower --batch, or raise {option} (a log's size is fixed \
+             when the database is created)",
+            args.batch
+        )));
+    }
     let table = db
         .create_table_if_missing(&args.table)
         .map_err(|e| Failure::op(format!("opening table `{}` in {dir}", args.table), e))?;

@@ -4,6 +4,7 @@
 //! workload and shows it catches a planted lost acknowledgement.
 
 mod cli;
+mod damaged;
 mod fuzz;
 mod kill;
 

@@ -61,6 +61,7 @@ fn commands_that_find_no_database_leave_no_lock_file() {
         vec!["status", d],
         vec!["status", d, "--json"],
         vec!["dump", d, "-t", "t"],
+        vec!["recover", d],
     ] {
         let out = run(&args, b"");
         assert_eq!(code(&out), Some(1), "{args:?}: {}", text(&out.stderr));
@@ -92,6 +93,7 @@ fn a_file_where_a_directory_belongs_is_named() {
         vec!["dump", f, "-t", "t"],
         vec!["status", f],
         vec!["check", f],
+        vec!["recover", f],
         vec!["check", o, "--salvage", "--out", f],
         vec!["bench", "tpcc", "--dir", f],
         vec!["bench", "tpcc", "--out", f, "--engine", "model"],

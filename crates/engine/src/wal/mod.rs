@@ -143,6 +143,9 @@ pub struct LogConfig {
     pub flush_at_commit: FlushAtCommit,
     /// How often the background thread writes and fsyncs (InnoDB: one second).
     pub background_interval: Duration,
+    /// Open for reading only: `Log::open` writes no checkpoint slot (the caller appends
+    /// nothing, so no block carries a new epoch).
+    pub read_only: bool,
 }
 
 impl Default for LogConfig {
@@ -154,6 +157,7 @@ impl Default for LogConfig {
             block_size: 512,
             flush_at_commit: FlushAtCommit::One,
             background_interval: Duration::from_secs(1),
+            read_only: false,
         }
     }
 }

@@ -127,7 +127,10 @@ impl Log {
             epoch,
         };
         // IMPORTANT (W6): the new epoch is durable before any block carrying it is written.
-        write_slot(file0.as_ref(), &geom, &next)?;
+        // A read-only open writes no block, so it leaves the slots as they are.
+        if !cfg.read_only {
+            write_slot(file0.as_ref(), &geom, &next)?;
+        }
         let start = geom.round_up(outcome.end_lsn);
         let log = Self::assemble(cfg, geom, files, epoch, start, ckpt.lsn, next.number + 1);
         let c = &log.shared.counters;
@@ -295,7 +298,12 @@ impl Log {
 
     /// What a commit whose group ends at `end` waits for under `flush_at_commit`.
     pub fn flush_for_commit(&self, end: Lsn) -> Result<()> {
-        match self.shared.cfg.flush_at_commit {
+        self.flush_for_commit_with(end, self.shared.cfg.flush_at_commit)
+    }
+
+    /// As [`flush_for_commit`](Self::flush_for_commit), for a commit that asked for `level`.
+    pub fn flush_for_commit_with(&self, end: Lsn, level: FlushAtCommit) -> Result<()> {
+        match level {
             FlushAtCommit::One => self.flush_to(end, true),
             FlushAtCommit::Two => self.flush_to(end, false),
             FlushAtCommit::Zero => self.shared.state.lock().usable(),

@@ -200,7 +200,7 @@ fn a_large_transaction_is_admitted_among_small_ones_and_a_too_large_one_refused(
         }
         stop.store(true, Ordering::Relaxed);
     });
-    let mut txn = db.begin();
+    let txn = db.begin();
     for k in 1_000_000..1_000_000 + 3 * LARGE {
         assert_eq!(
             txn.get(&t, &key16(k)).unwrap(),

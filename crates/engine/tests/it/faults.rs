@@ -271,7 +271,7 @@ fn verify(db: &Database, sh: &Shared, lo: &[u64]) -> Result<Verified, String> {
     }
     let own = db.table("own").map_err(|e| e.to_string())?;
     let meta = db.table("meta").map_err(|e| e.to_string())?;
-    let mut txn = db.begin();
+    let txn = db.begin();
     let counter = counter_of(txn.get(&meta, b"counter").map_err(|e| e.to_string())?);
     let rows: Vec<Vec<u8>> = txn
         .scan(&own, Bound::Unbounded, Bound::Unbounded, false)

@@ -3,6 +3,7 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod api;
 mod bad_input;
 mod cleaner;
 mod common;
