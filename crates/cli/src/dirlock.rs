@@ -10,10 +10,10 @@
 //! let two processes hold locks on two different files of that name. It holds the owner's pid,
 //! for the refusal message only. Programs embedding the engine rely on the engine's own lock.
 //!
-//! Commands that only use an existing database (`dump`, `status`, `check`) take the lock with
-//! [`lock_existing`], which creates no lock file in a directory that holds neither a database
-//! nor a lock file: such a command then fails on the missing database and leaves the directory
-//! as it found it. A path that names a file instead of a directory is refused, saying so.
+//! Commands that only use an existing database (`dump`, `status`, `check`, `recover`) take the
+//! lock with [`lock_existing`], which creates no lock file in a directory that holds neither a
+//! database nor a lock file: such a command then fails on the missing database and leaves the
+//! directory as it found it. A path that names a file instead of a directory is refused, saying so.
 
 use crate::failure::Failure;
 use std::fs::{File, OpenOptions, TryLockError};
