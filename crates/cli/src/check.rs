@@ -64,7 +64,7 @@ pub struct CheckArgs {
 }
 
 pub fn run(args: &CheckArgs) -> CmdResult {
-    let lock = dirlock::lock(&args.dir)?;
+    let lock = dirlock::lock_existing(&args.dir)?;
     if let (true, Some(out)) = (args.salvage, &args.out) {
         evenkeel::require_database(&args.dir).map_err(Failure::from)?;
         if needs_recovery(&args.dir) {

@@ -33,7 +33,7 @@ pub struct DumpArgs {
 pub fn run(args: &DumpArgs) -> CmdResult {
     let opts = args.config.options_for(&args.dir)?;
     let dir = args.dir.display();
-    let _lock = dirlock::lock(&args.dir)?;
+    let _lock = dirlock::lock_existing(&args.dir)?;
     let db = Database::open_read_only(&args.dir, opts)
         .map_err(|e| Failure::engine(format!("opening {dir}"), e))?;
     let result = dump_table(&db, &args.table);

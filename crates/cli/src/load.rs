@@ -45,6 +45,11 @@ pub struct LoadArgs {
     #[arg(long, value_name = "FILE")]
     pub ack_file: Option<PathBuf>,
 
+    /// Input has Windows line ends (CRLF): strip one carriage return before each line feed.
+    /// Without it a line ending in a raw carriage return is refused, naming the line
+    #[arg(long)]
+    pub crlf: bool,
+
     #[command(flatten)]
     pub config: ConfigArgs,
 }
@@ -128,7 +133,10 @@ pub fn run(args: &LoadArgs) -> CmdResult {
         lines: 0,
         commits: 0,
     };
-    let result = load_lines(&db, &table, stdin.lock(), args.batch, &mut ack, &mut tally);
+    let input = stdin.lock();
+    let result = load_lines(
+        &db, &table, input, args.batch, args.crlf, &mut ack, &mut tally,
+    );
     let close = db.close();
     let seconds = started.elapsed().as_secs_f64();
     let rate = tally.lines as f64 / seconds.max(1e-9);
@@ -148,13 +156,15 @@ pub fn run(args: &LoadArgs) -> CmdResult {
     }
 }
 
-/// Reads every line of `input` into `table`, committing every `batch` lines.
+/// Reads every line of `input` into `table`, committing every `batch` lines; with `crlf` one
+/// carriage return before each line end is dropped, without it such a line is refused.
 /// `tally` counts only committed lines; each commit is acknowledged in `ack` when given.
 fn load_lines(
     db: &Database,
     table: &Table,
     input: impl Read,
     batch: u32,
+    crlf: bool,
     ack: &mut Option<AckFile>,
     tally: &mut Tally,
 ) -> Result<(), String> {
@@ -173,6 +183,16 @@ fn load_lines(
         }
         line_no += 1;
         if line.last() == Some(&b'\n') {
+            line.pop();
+        }
+        if line.last() == Some(&b'\r') {
+            if !crlf {
+                return Err(format!(
+                    "line {line_no} ends with a carriage return (\\r): the input has Windows \
+                     (CRLF) line ends; run load with --crlf to drop it, or write a carriage \
+                     return that belongs to the value as \\x0d"
+                ));
+            }
             line.pop();
         }
         decode_row(&line, &mut key, &mut value).map_err(|e| format!("line {line_no}: {e}"))?;

@@ -20,7 +20,10 @@ mod status;
 mod torture;
 
 use clap::{Parser, Subcommand};
+use evenkeel_bench::{BenchCommand, SweepCommand};
 use evenkeel_cli::escape;
+use std::io::IsTerminal;
+use std::path::Path;
 use std::process::ExitCode;
 
 const AFTER_HELP: &str = "\
@@ -164,17 +167,51 @@ enum Command {
     Soak(soak::SoakArgs),
 }
 
+/// The directories a command's arguments name (database, data and results directories).
+fn dir_args(c: &Command) -> Vec<&Path> {
+    fn bench_dirs(c: &evenkeel_bench::CommonArgs) -> Vec<&Path> {
+        c.dir.iter().chain(&c.out).map(|p| p.as_path()).collect()
+    }
+    match c {
+        Command::Load(a) => vec![a.dir.as_path()],
+        Command::Dump(a) => vec![a.dir.as_path()],
+        Command::Status(a) => vec![a.dir.as_path()],
+        Command::Recover(a) => vec![a.dir.as_path()],
+        Command::Check(a) => std::iter::once(a.dir.as_path())
+            .chain(a.out.as_deref())
+            .collect(),
+        Command::Bench(BenchCommand::Tpcc(a))
+        | Command::Sweep(SweepCommand::Tpcc { args: a, .. }) => bench_dirs(&a.common),
+        Command::Bench(BenchCommand::Insert(a))
+        | Command::Sweep(SweepCommand::Insert { args: a, .. }) => bench_dirs(&a.common),
+        Command::Bench(BenchCommand::Kv(a)) => a.dir.iter().map(|p| p.as_path()).collect(),
+        Command::Torture(a) => a.dir.iter().map(|p| p.as_path()).collect(),
+        Command::Soak(a) => a.dir.iter().chain(&a.out).map(|p| p.as_path()).collect(),
+        Command::Options(_) | Command::TortureChild(_) => Vec::new(),
+    }
+}
+
 fn main() -> ExitCode {
     // What the engine's background threads report (a page cleaner that stops on an I/O error,
     // recovery's summary) goes to stderr: warnings and errors by default, more with RUST_LOG.
+    // Colours only on a terminal (and not with NO_COLOR set), so logs and pipes get plain text.
+    let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        .with_ansi(colour)
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .init();
     let cli = Cli::parse();
+    if let Err(f) = dir_args(&cli.command)
+        .into_iter()
+        .try_for_each(dirlock::require_dir)
+    {
+        eprintln!("evenkeel: error: {f}");
+        return ExitCode::from(f.exit_code());
+    }
     let result = match &cli.command {
         Command::Load(a) => load::run(a),
         Command::Dump(a) => dump::run(a),

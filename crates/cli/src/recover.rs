@@ -23,7 +23,7 @@ pub struct RecoverArgs {
 }
 
 pub fn run(args: &RecoverArgs) -> CmdResult {
-    let _lock = dirlock::lock(&args.dir)?;
+    let _lock = dirlock::lock_existing(&args.dir)?;
     evenkeel::require_database(&args.dir).map_err(Failure::from)?;
     if !crate::check::needs_recovery(&args.dir) {
         eprintln!(

@@ -33,7 +33,7 @@ pub struct StatusArgs {
 pub fn run(args: &StatusArgs) -> CmdResult {
     let opts = args.config.options_for(&args.dir)?;
     let dir = args.dir.display();
-    let _lock = dirlock::lock(&args.dir)?;
+    let _lock = dirlock::lock_existing(&args.dir)?;
     let db = Database::open_read_only(&args.dir, opts)
         .map_err(|e| Failure::engine(format!("opening {dir}"), e))?;
     let tables = db.tables().map_err(|e| Failure::op("listing tables", e))?;

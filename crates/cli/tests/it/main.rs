@@ -9,4 +9,5 @@ mod fuzz;
 mod kill;
 
 mod salvage;
+mod surface;
 mod torture;
