@@ -46,22 +46,30 @@
 //!
 //! # Inside
 //!
-//! Layers, lowest first; a module uses only the layers below it:
+//! Layers, lowest first. A module uses only modules of the layers above its line in this table
+//! (never its own line's, never a later one); `tests/it/layers.rs` reads this table and fails on
+//! an upward or same-layer import, and on an import cycle among the files of one folder.
 //!
 //! ```text
-//!   types, error, options
-//!   page (pure layout), io (Storage trait: real files, simulated disk)
-//!   wal (redo log: group commit, checkpoint slots; record formats), dwb (doublewrite)
-//!   buffer (frames, page table, LRU, flush list; the one write-back function, WAL rule)
-//!   mtr (mini-transactions: latches + page diffs, one log group each)
-//!   btree (B+tree over pages), space (page allocation)
-//!   flush (checkpoint fence, flush points, page cleaner, policy/ one file per policy)
-//!   catalog (table names -> roots), txn (write sets, key locks, commit), recovery
-//!   db (the public API: Database, Transaction, Table, Status)
+//!   types                      Lsn, PageId, TxnId, TableId
+//!   error                      the one error type
+//!   page, io, locks            page layout (pure); Storage trait (files, simulated disk); key locks
+//!   options, wal, dwb          knobs; redo log (group commit, slots, records, log space and the checkpoint); doublewrite
+//!   buffer                     frames, page table, LRU, flush list; the one write-back function (WAL rule)
+//!   mtr                        mini-transactions: latches + page diffs, one log group each
+//!   space                      page allocation
+//!   btree                      B+tree over pages
+//!   catalog, recovery, flush   table names -> roots; redo at open; flush points, page cleaner, policies
+//!   check                      page and B+tree verification of a data file
+//!   shared                     one open database's state (DbInner, Table handles), shutdown
+//!   txn                        transactions: write sets, commit, recovery's re-apply
+//!   db, fuzz                   the public API (Database, Status, open and recovery); fuzz entry points
 //! ```
 //!
 //! mtr sits above buffer (it holds page latches) although DESIGN.md files it under wal: the
-//! redo format lives in wal/record.rs, the latch set needs the pool.
+//! redo format lives in wal/record.rs, the latch set needs the pool. The log's space (the
+//! checkpoint fence and computation) is in wal/space.rs, below mtr; what frees space when the
+//! log is full is flush's, passed down as a callback (`wal::MakeRoom`).
 //!
 //! The modules are public for the workbench, the command-line tools, the fuzzers and the
 //! tests, and hidden from the documentation: their items may change in any release. The API

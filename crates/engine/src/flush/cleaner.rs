@@ -281,7 +281,7 @@ const CHECKPOINT_EVERY: Duration = Duration::from_millis(20);
 /// the lock, through whichever doublewrite segment is free: batches are taken in flush-list
 /// order, are disjoint, and up to `write_io_threads` are in flight at once.
 /// LRU cleaning is the LRU cleaner's (lru.rs).
-fn carry_out(dur: &Durability, plan: &FlushPlan, knobs: &crate::Options) -> Result<u64> {
+fn carry_out(dur: &Durability, plan: &FlushPlan, knobs: &crate::options::Options) -> Result<u64> {
     let threads = (knobs.page_cleaners as usize).clamp(1, dur.pool.instance_count());
     if plan.flush_list_pages == 0 {
         return Ok(0);

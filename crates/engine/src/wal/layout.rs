@@ -161,6 +161,11 @@ impl Geometry {
     }
 }
 
+/// Byte offset of checkpoint slot `index` (0 or 1) in log file 0: the blocks after the header.
+pub(crate) fn slot_offset(geom: &Geometry, index: usize) -> u64 {
+    (1 + index as u64) * geom.block_size as u64
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]

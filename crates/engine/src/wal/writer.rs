@@ -425,3 +425,42 @@ impl Log {
         self.shared.counters.snapshot()
     }
 }
+
+impl Log {
+    /// Records `lsn` (a group boundary, `<= flushed_lsn`) as the checkpoint: everything before it
+    /// may be reused. A value not above the current checkpoint is ignored. Writes the older slot
+    /// and fsyncs it; an I/O error poisons the log.
+    ///
+    /// Panics if `lsn > flushed_lsn()`: checkpointing undurable log is a bug in the caller.
+    pub fn write_checkpoint(&self, lsn: Lsn) -> Result<()> {
+        let sh = &self.shared;
+        let mut writer = sh.ckpt.lock();
+        {
+            let st = sh.state.lock();
+            st.usable()?;
+            assert!(
+                lsn.0 <= st.flushed,
+                "checkpoint at {lsn} beyond the flushed LSN {}",
+                st.flushed
+            );
+            if lsn.0 <= st.checkpoint {
+                return Ok(());
+            }
+        }
+        let slot = Slot {
+            number: writer.next_number,
+            lsn: lsn.0,
+            epoch: sh.epoch,
+        };
+        let file0 = sh.file(0)?;
+        if let Err(e) = write_slot(file0.as_ref(), &sh.geom, &slot) {
+            sh.poison(&e);
+            return Err(e);
+        }
+        writer.next_number += 1;
+        sh.state.lock().checkpoint = lsn.0;
+        sh.counters.add(&sh.counters.checkpoints, 1);
+        sh.counters.add(&sh.counters.fsyncs, 1);
+        Ok(())
+    }
+}

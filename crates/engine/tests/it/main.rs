@@ -13,6 +13,7 @@ mod crash;
 mod faults;
 mod fuzz;
 mod isolation;
+mod layers;
 mod model;
 mod reapply;
 mod small_pool;
