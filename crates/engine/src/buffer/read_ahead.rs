@@ -67,4 +67,5 @@ impl BufferPool {
                 let _ = tx.try_send(PageId(p));
             }
         }
-    }}
+    }
+}

@@ -359,4 +359,5 @@ impl BufferPool {
             written += self.flush_batch(chunk)?;
         }
         Ok((freed, written))
-    }}
+    }
+}

@@ -1133,3 +1133,19 @@ fn failed_page_read_names_file_and_page_and_serves_nothing_wrong() {
     txn.commit().unwrap();
     assert_check(&db);
 }
+
+/// Named regression, seed 5925 of a 10,000-run campaign: a lost fsync of the redo log whose
+/// damage recovery met first. Open refused (the log's end is behind pages it must redo),
+/// which the campaign then did not accept as a detection; it must be, and the run must end in
+/// a refusal or a check that reports C8, never in silently wrong data.
+#[test]
+fn regression_seed_5925_lost_log_fsync_refused_at_open() {
+    let kinds = Kind::all();
+    let kind = &kinds[5925 % kinds.len()];
+    assert!(
+        kind.label().contains("lost") && kind.label().contains("log"),
+        "seed 5925 no longer draws a lost log fsync: {}",
+        kind.label()
+    );
+    one_run(5925, kind);
+}
