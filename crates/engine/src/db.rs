@@ -338,73 +338,7 @@ impl Database {
             path: PathBuf::from(&location).join(DATA_FILE),
             reason,
         };
-        if !storage.exists(DATA_FILE) {
-            let log0 = wal::layout::file_name(0);
-            return Err(bad(if storage.exists(&log0) {
-                format!(
-                    "no database here: the data file is missing but the redo log {log0} exists \
-                     (a create that did not finish, or a removed data file)"
-                )
-            } else {
-                "no database here".into()
-            }));
-        }
-        let file = storage.open(DATA_FILE, FileKind::Data, false)?;
-        let len = file.len()?;
-        if len < page::MIN_PAGE_SIZE as u64 {
-            return Err(bad(format!(
-                "the file is {len} bytes, shorter than the smallest page ({} bytes): it was \
-                 truncated, or is not an evenkeel data file",
-                page::MIN_PAGE_SIZE
-            )));
-        }
-        let mut first = vec![0u8; page::MIN_PAGE_SIZE];
-        file.read_at(&mut first, 0)?;
-        // A damaged header page may still have a good copy in the doublewrite area, whose own
-        // header gives the page size; repair is tried below, before anything reads page 0.
-        let (ps, header_fault) = match space::probe_page_size(&first) {
-            Ok(ps) => (ps, None),
-            Err(reason) => match crate::dwb::stored_page_size(storage.as_ref()) {
-                Some(ps) if !read_only => (ps, Some(reason)),
-                _ => return Err(bad(format!("file header (page 0): {reason}"))),
-            },
-        };
-        if len < ps as u64 {
-            // No crash cuts the header page: it is written before the file is made durable.
-            return Err(bad(space::truncated_header_page(len, ps)));
-        }
-        // The file's page size wins over the option (which only applies at create time), and so
-        // does the log's recorded geometry.
-        opts.page_size = ps;
-        if let Some((file_size, files, block)) = wal::probe_geometry(storage.as_ref()) {
-            opts.log_file_size = file_size;
-            opts.log_files_in_group = files;
-            opts.log_block_size = block;
-        }
-        opts.validate()?;
-        // After a clean shutdown the file must be whole; after a crash a torn extension write
-        // may leave a partial last page, which doublewrite and redo repair.
-        let mut p0 = vec![0u8; ps];
-        let header_ok = file.read_at(&mut p0, 0).is_ok() && page::verify(&p0, HEADER_PAGE).is_ok();
-        let clean = header_ok && Header::decode(&p0).clean;
-        if clean || read_only {
-            if !header_ok {
-                return Err(bad(
-                    "file header (page 0) fails verification; `evenkeel check` names the fault \
-                     and `evenkeel check --salvage --out DIR` exports every readable row"
-                        .into(),
-                ));
-            }
-            if let Err(reason) = space::check_file_length(len, ps, &Header::decode(&p0)) {
-                return Err(bad(reason));
-            }
-        }
-        if read_only && !clean {
-            return Err(Error::NeedsRecovery {
-                path: PathBuf::from(&location).join(DATA_FILE),
-                dir: location.clone(),
-            });
-        }
+        let (file, ps, header_fault) = probe_data_file(&storage, &mut opts, read_only)?;
         let mut log_cfg = log_config(&opts);
         log_cfg.read_only = read_only;
         let (log, recovered) = Log::open(storage.clone(), log_cfg)?;
@@ -425,31 +359,10 @@ impl Database {
         };
         if let Some(d) = &dwb {
             // IMPORTANT: torn pages are restored before redo reads them.
-            let r = d.recover(file.as_ref())?;
-            report.pages_repaired_from_doublewrite = r.pages_repaired.len() as u64;
-            report.doublewrite_slots_corrupt = r.slots_corrupt as u64;
-            report.corruptions_detected += (r.pages_damaged + r.slots_corrupt) as u64;
-            report.file_header_repaired = r.pages_repaired.contains(&HEADER_PAGE.0);
-            report.doublewrite_header_repaired = d.header_repaired();
-            report.corruptions_detected += u64::from(d.header_repaired());
-            if let Some((page, reason)) = r.pages_unrepairable.first() {
-                let more = r.pages_unrepairable.len() - 1;
-                return Err(Error::corrupt(
-                    file.name(),
-                    *page,
-                    format!(
-                        "{reason}{}. Refusing to open; `evenkeel check --salvage --out DIR` \
-                         exports every readable row",
-                        if more > 0 {
-                            format!(" (and {more} more page(s) like it)")
-                        } else {
-                            String::new()
-                        }
-                    ),
-                ));
-            }
+            repair_torn_pages(d, file.as_ref(), &mut report)?;
         }
         if let Some(reason) = &header_fault {
+            let mut first = vec![0u8; page::MIN_PAGE_SIZE];
             file.read_at(&mut first, 0)?;
             space::probe_page_size(&first).map_err(|_| {
                 bad(format!(
@@ -754,6 +667,121 @@ impl Database {
     pub fn close(self) -> Result<()> {
         self.inner.shutdown()
     }
+}
+
+/// Opens the data file and checks what can be checked before the log is read: it exists, its
+/// header gives the page size (or, when damaged, the doublewrite area does, read-write only),
+/// it holds at least its header page, and after a clean shutdown (always, when `read_only`)
+/// it is whole and its header verifies; a read-only open of a database that needs recovery is
+/// refused. Sets the options the files decide (page size, log geometry). Returns the file, the
+/// page size and the header page's fault when the doublewrite area must repair it.
+fn probe_data_file(
+    storage: &Arc<dyn Storage>,
+    opts: &mut Options,
+    read_only: bool,
+) -> Result<(Arc<dyn File>, usize, Option<String>)> {
+    let location = storage.describe();
+    let bad = |reason: String| Error::BadDatabase {
+        path: PathBuf::from(&location).join(DATA_FILE),
+        reason,
+    };
+    if !storage.exists(DATA_FILE) {
+        let log0 = wal::layout::file_name(0);
+        return Err(bad(if storage.exists(&log0) {
+            format!(
+                "no database here: the data file is missing but the redo log {log0} exists \
+                 (a create that did not finish, or a removed data file)"
+            )
+        } else {
+            "no database here".into()
+        }));
+    }
+    let file = storage.open(DATA_FILE, FileKind::Data, false)?;
+    let len = file.len()?;
+    if len < page::MIN_PAGE_SIZE as u64 {
+        return Err(bad(format!(
+            "the file is {len} bytes, shorter than the smallest page ({} bytes): it was \
+             truncated, or is not an evenkeel data file",
+            page::MIN_PAGE_SIZE
+        )));
+    }
+    let mut first = vec![0u8; page::MIN_PAGE_SIZE];
+    file.read_at(&mut first, 0)?;
+    // A damaged header page may still have a good copy in the doublewrite area, whose own
+    // header gives the page size; repair is tried below, before anything reads page 0.
+    let (ps, header_fault) = match space::probe_page_size(&first) {
+        Ok(ps) => (ps, None),
+        Err(reason) => match crate::dwb::stored_page_size(storage.as_ref()) {
+            Some(ps) if !read_only => (ps, Some(reason)),
+            _ => return Err(bad(format!("file header (page 0): {reason}"))),
+        },
+    };
+    if len < ps as u64 {
+        // No crash cuts the header page: it is written before the file is made durable.
+        return Err(bad(space::truncated_header_page(len, ps)));
+    }
+    // The file's page size wins over the option (which only applies at create time), and so
+    // does the log's recorded geometry.
+    opts.page_size = ps;
+    if let Some((file_size, files, block)) = wal::probe_geometry(storage.as_ref()) {
+        opts.log_file_size = file_size;
+        opts.log_files_in_group = files;
+        opts.log_block_size = block;
+    }
+    opts.validate()?;
+    // After a clean shutdown the file must be whole; after a crash a torn extension write
+    // may leave a partial last page, which doublewrite and redo repair.
+    let mut p0 = vec![0u8; ps];
+    let header_ok = file.read_at(&mut p0, 0).is_ok() && page::verify(&p0, HEADER_PAGE).is_ok();
+    let clean = header_ok && Header::decode(&p0).clean;
+    if clean || read_only {
+        if !header_ok {
+            return Err(bad(
+                "file header (page 0) fails verification; `evenkeel check` names the fault \
+                 and `evenkeel check --salvage --out DIR` exports every readable row"
+                    .into(),
+            ));
+        }
+        if let Err(reason) = space::check_file_length(len, ps, &Header::decode(&p0)) {
+            return Err(bad(reason));
+        }
+    }
+    if read_only && !clean {
+        return Err(Error::NeedsRecovery {
+            path: PathBuf::from(&location).join(DATA_FILE),
+            dir: location.clone(),
+        });
+    }
+    Ok((file, ps, header_fault))
+}
+
+/// Restores torn pages from the doublewrite area into `file` and counts what it did in
+/// `report`; a torn page without a usable copy refuses the open, naming the page.
+fn repair_torn_pages(d: &Doublewrite, file: &dyn File, report: &mut RecoveryReport) -> Result<()> {
+    let r = d.recover(file)?;
+    report.pages_repaired_from_doublewrite = r.pages_repaired.len() as u64;
+    report.doublewrite_slots_corrupt = r.slots_corrupt as u64;
+    report.corruptions_detected += (r.pages_damaged + r.slots_corrupt) as u64;
+    report.file_header_repaired = r.pages_repaired.contains(&HEADER_PAGE.0);
+    report.doublewrite_header_repaired = d.header_repaired();
+    report.corruptions_detected += u64::from(d.header_repaired());
+    if let Some((page, reason)) = r.pages_unrepairable.first() {
+        let more = r.pages_unrepairable.len() - 1;
+        return Err(Error::corrupt(
+            file.name(),
+            *page,
+            format!(
+                "{reason}{}. Refusing to open; `evenkeel check --salvage --out DIR` \
+                     exports every readable row",
+                if more > 0 {
+                    format!(" (and {more} more page(s) like it)")
+                } else {
+                    String::new()
+                }
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Locks `dir/evenkeel.data` (exclusive for writers, shared for `check`) with flock(2),
