@@ -4,9 +4,8 @@
 //!
 //! Why a thread apart from the page cleaner: the page cleaner's loop is 50 ms to 1 s long and
 //! spends most of it writing flush-list pages; a 4096-frame pool read at 25,000 pages/s turns
-//! over six times a second, so LRU cleaning done once per loop came too late (measured on the
-//! IO-bound TPC-C of issue 4: the cleaner produced 2,400-5,000 free frames/s of the 20,000-30,000
-//! its policy asked, and user threads wrote 4,000-13,000 pages/s themselves). Percona Server 5.6
+//! over six times a second, so LRU cleaning done once per loop comes too late (figures:
+//! docs/measurements.md, "the LRU cleaner thread"). Percona Server 5.6
 //! and 5.7 split LRU flushing the same way, into an "LRU manager" thread per instance with an
 //! adaptive sleep (https://www.percona.com/doc/percona-server/5.7/performance/xtradb_performance_improvements_for_io-bound_highly-concurrent_workloads.html).
 //!

@@ -370,10 +370,10 @@ impl Durability {
     ///
     /// Why: with a small log and large transactions (insert l.i1, 2 x 2 MiB of log, about
     /// 200 KB of redo per commit, the log turning over five times a second) the age moves by a
-    /// quarter of the log between two cleaner loops, and the admission curve alone left a
-    /// commit flushing at the sync point in 1-4 seconds of 150 and for log space in 40-90 of
-    /// them (session 4 pilots). What those threads wrote competed with the cleaner's writes
-    /// for the same oldest pages and doublewrite segments.
+    /// quarter of the log between two cleaner loops, so the admission curve alone cannot keep
+    /// every commit below the sync point, and pages a committing thread writes compete with
+    /// the cleaner's for the same oldest pages and doublewrite segments (figures:
+    /// docs/measurements.md, "room waits").
     /// `t`: when the commit began to wait (before its turn among the waiters).
     fn wait_for_room(
         &self,

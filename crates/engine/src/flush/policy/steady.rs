@@ -11,12 +11,8 @@
 //!   the pages that must be written per second for the checkpoint to keep pace with the LSN,
 //!   i.e. to hold the age still. Measured at the tail, not at the head (pages newly dirtied per
 //!   redo byte, the fallback when the tail is empty), because between head and tail the LRU
-//!   evicts, and so writes, many of them. Why: in session 2 the head measure made steady write
-//!   1,800-3,800 pages/s from the flush list on insert l.i1 over a small pool, where nearly
-//!   every page is evicted soon anyway; those writes competed with the evictions for the device
-//!   (steady 0.84 of fixed's mean). Subtracting the LRU's writes from the head measure (as
-//!   innodb55 subtracts its LRU average) was tried and is wrong for TPC-C: the LRU writes cold
-//!   pages, not the oldest, so the checkpoint lagged and admission delays rose;
+//!   evicts, and so writes, many of them: measured at the head, steady writes pages the LRU
+//!   is about to evict anyway (docs/measurements.md, "steady's feed-forward");
 //! - feedback: the pages standing for the age above sp, (age - sp) / age * dirty (below sp,
 //!   (age - sp) / sp * dirty), removed over P_TIME_S = 4 s (P), plus an integral of the same
 //!   over I_TIME_S = 20 s that absorbs any bias of the measured demand (pages re-dirtied,
@@ -38,18 +34,10 @@
 //! - LRU: free frames for 50 ms of reads plus one 64-page read-ahead extent, which the LRU
 //!   cleaner (flush/lru.rs) keeps ready continuously.
 //!
-//! Why sp = 85% of the async point and 2 ms (session 3; session 2 had 75% and 5 ms for both
-//! terms): with write_io_threads the classic policies got fast enough that steady's delays
-//! cost more than its stalls saved. 90 s IO-bound TPC-C pilots (4 warehouses, 128 MiB pool,
-//! 2 x 8 MiB log, 8 connections, one run each, quiet machine), New-Order/s: 75% and 5 ms 1,195
-//! (18% of client time in admission delay); 92% 1,177; 92% with the overload judged on the
-//! feed-forward instead of the head demand 1,259; 92% and 1 ms 1,320; 85% and 2 ms 1,331, p1
-//! 0.88 — against keep_average 1,377 and 1,351 and innodb80 1,309 in the same hour. Higher set
-//! points and lower gains failed the toy model's burst and 3x-overload scenarios (a second at
-//! 0.37-0.49 of the phase mean), 85% and 2 ms passes them: the band between sp and the async
-//! point must hold a burst's first second. Shorter cleaner loops for steady (a 40th of the
-//! log's fill time) were tried against the sawtooth of the age between loops and did not help
-//! (1,194).
+//! Why sp = 85% of the async point and 2 ms at it: the band between sp and the async point must
+//! hold a burst's first second (the toy model's burst and 3x-overload scenarios fail with a
+//! higher set point or lower gains), and larger delays cost more commits than the stalls they
+//! save. The pilot runs behind these values: docs/measurements.md, "steady's set point".
 //!
 //! Why it does better than the others at 1-second resolution: when the workload dirties pages
 //! faster than the device writes them, no flush rate can keep the log from filling; only
@@ -119,8 +107,7 @@ fn sane(x: f64) -> f64 {
 /// small log and large transactions the promises are a large share of the log (insert l.i1,
 /// 4 clients of 400-write transactions in a 4 MiB log: about a third of it), and when age plus
 /// promises reach the log's usable space a committing thread must flush for room itself (the
-/// log-space stall, measured every second of a 120 s insert pilot at 70% mean age). Holding
-/// the age alone at the set point left no margin for the promises.
+/// log-space stall). Holding the age alone at the set point leaves no margin for the promises.
 pub fn in_use(inp: &FlushInputs) -> u64 {
     inp.checkpoint_age() + inp.reserved_bytes
 }
