@@ -9,7 +9,7 @@ use crate::btree::{Ctx, TreeCounters};
 use crate::buffer::{BufferPool, DirectSink, PageSink, PoolConfig, PoolStatus};
 use crate::catalog::Catalog;
 use crate::dwb::{Doublewrite, DWB_FILE_NAME};
-use crate::error::{Error, Result};
+use crate::error::{Error, Health, Result};
 use crate::flush::Durability;
 use crate::io::{File, FileKind, FileStorage, IoStats, Storage};
 use crate::locks::{LockLimits, LockTable};
@@ -162,17 +162,21 @@ fn open_doublewrite(
     storage: &Arc<dyn Storage>,
     opts: &Options,
     page_size: usize,
+    health: &Arc<Health>,
 ) -> Result<Option<Arc<Doublewrite>>> {
     if !opts.doublewrite && !storage.exists(DWB_FILE_NAME) {
         return Ok(None);
     }
     let segments = opts.write_io_threads as usize;
-    Ok(Some(Arc::new(Doublewrite::open_segments(
-        storage.as_ref(),
-        page_size,
-        segments,
-        doublewrite_segment_slots(page_size, segments),
-    )?)))
+    Ok(Some(Arc::new(
+        Doublewrite::open_segments(
+            storage.as_ref(),
+            page_size,
+            segments,
+            doublewrite_segment_slots(page_size, segments),
+        )?
+        .with_health(health.clone()),
+    )))
 }
 
 fn page_sink(opts: &Options, dwb: &Option<Arc<Doublewrite>>) -> Box<dyn PageSink> {
@@ -280,18 +284,22 @@ impl Database {
             });
         }
         let ps = opts.page_size;
-        let log = Arc::new(Log::create(storage.clone(), log_config(&opts))?);
+        let health = Health::new();
+        let mut log_cfg = log_config(&opts);
+        log_cfg.health = Some(health.clone());
+        let log = Arc::new(Log::create(storage.clone(), log_cfg)?);
         // IMPORTANT: the data file is created last and its directory entry made durable only
         // once it is complete (the sync_dir below): the doublewrite file's creation syncs the
         // directory, so opening it after the data file would make an empty data file durable,
         // and a crash then would leave a database that can be neither opened nor re-created.
-        let dwb = open_doublewrite(&storage, &opts, ps)?;
+        let dwb = open_doublewrite(&storage, &opts, ps, &health)?;
         let file = storage.open(DATA_FILE, FileKind::Data, true)?;
         let pool = Arc::new(BufferPool::new(
             &pool_config(&opts, ps),
             file,
             Some(log.clone()),
             page_sink(&opts, &dwb),
+            health,
         )?);
         let dur = Durability::new(log.clone(), pool, opts.clone());
         {
@@ -339,8 +347,10 @@ impl Database {
             reason,
         };
         let (file, ps, header_fault) = probe_data_file(&storage, &mut opts, read_only)?;
+        let health = Health::new();
         let mut log_cfg = log_config(&opts);
         log_cfg.read_only = read_only;
+        log_cfg.health = Some(health.clone());
         let (log, recovered) = Log::open(storage.clone(), log_cfg)?;
         if read_only && !recovered.groups.is_empty() {
             // the header says clean, yet the log holds changes past its checkpoint
@@ -355,7 +365,7 @@ impl Database {
         let dwb = if read_only {
             None
         } else {
-            open_doublewrite(&storage, &opts, ps)?
+            open_doublewrite(&storage, &opts, ps, &health)?
         };
         if let Some(d) = &dwb {
             // IMPORTANT: torn pages are restored before redo reads them.
@@ -376,6 +386,7 @@ impl Database {
             file.clone(),
             Some(log.clone()),
             page_sink(&opts, &dwb),
+            health,
         )?);
         let pending = recovery::redo(&pool, &recovered, &mut report)?;
         let (recovered_end, recovered_stop) = (recovered.end_lsn, recovered.stop.clone());

@@ -232,3 +232,48 @@ fn cycle_text(cycle: &[TxnId]) -> String {
     }
     text.join(" -> ")
 }
+
+/// The engine's one fail-stop state (invariant 5): the first failure whose outcome is
+/// uncertain (a failed write or fsync of the data, log or doublewrite file, an apply that
+/// failed after its COMMIT was logged). Shared by the log, the doublewrite area, the buffer pool
+/// and the flush layer of one open database; set once, never cleared, checked before every
+/// write. The text names the file and the OS error, and every later refusal carries it.
+#[derive(Debug, Default)]
+pub struct Health {
+    failed: std::sync::atomic::AtomicBool,
+    first: parking_lot::Mutex<Option<String>>,
+}
+
+impl Health {
+    pub fn new() -> std::sync::Arc<Health> {
+        std::sync::Arc::new(Health::default())
+    }
+
+    /// Records `why` when it is the first failure; returns whether it was.
+    pub fn fail(&self, why: &str) -> bool {
+        let mut first = self.first.lock();
+        if first.is_some() {
+            return false;
+        }
+        *first = Some(why.to_string());
+        self.failed
+            .store(true, std::sync::atomic::Ordering::Release);
+        true
+    }
+
+    /// The first failure, once there is one.
+    pub fn first_failure(&self) -> Option<String> {
+        if !self.failed.load(std::sync::atomic::Ordering::Acquire) {
+            return None;
+        }
+        self.first.lock().clone()
+    }
+
+    /// Refuses once a failure was recorded, with [`Error::Poisoned`] carrying it.
+    pub fn check(&self) -> Result<()> {
+        match self.first_failure() {
+            Some(why) => Err(Error::Poisoned(why)),
+            None => Ok(()),
+        }
+    }
+}

@@ -21,14 +21,14 @@ mod write_back;
 
 pub use guard::{PageRead, PageWrite};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Health, Result};
 use crate::io::{AlignedBuf, File};
 use crate::page;
 use crate::types::{Lsn, PageId};
 use lru::{Lru, Touch};
 use parking_lot::{Mutex, RwLock};
 use std::collections::{BTreeSet, HashMap};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -219,9 +219,8 @@ pub struct BufferPool {
     /// change pages).
     wal: Option<Arc<crate::wal::Log>>,
     sink: Box<dyn PageSink>,
-    poisoned: AtomicBool,
-    /// Why write-back stopped (the first failure), for every later refusal's message.
-    poison_reason: Mutex<Option<String>>,
+    /// The engine's fail-stop state (shared with the log and the doublewrite area).
+    health: Arc<Health>,
     /// Frames a thread looking for a free frame scans from the LRU tail (lru_scan_depth).
     victim_scan_depth: AtomicU32,
     /// 0 none, 1 linear, 2 random (read_ahead); and read_ahead_threshold.
@@ -261,6 +260,7 @@ impl BufferPool {
         file: Arc<dyn File>,
         wal: Option<Arc<crate::wal::Log>>,
         sink: Box<dyn PageSink>,
+        health: Arc<Health>,
     ) -> Result<Self> {
         let total = (cfg.pool_bytes / cfg.page_size as u64) as usize;
         let per_instance = total / cfg.instances.max(1);
@@ -314,8 +314,7 @@ impl BufferPool {
             page_size: cfg.page_size,
             wal,
             sink,
-            poisoned: AtomicBool::new(false),
-            poison_reason: Mutex::new(None),
+            health,
             victim_scan_depth: AtomicU32::new(1024),
             ra_mode: std::sync::atomic::AtomicU8::new(0),
             ra_threshold: AtomicU32::new(56),
@@ -678,18 +677,17 @@ impl BufferPool {
     /// Stops every later write-back: after an uncertain I/O failure nothing more may reach
     /// the data file (invariant 5). `why` (the first one is kept) goes into every refusal.
     pub fn poison(&self, why: &str) {
-        self.poison_reason
-            .lock()
-            .get_or_insert_with(|| why.to_string());
-        self.poisoned.store(true, Ordering::Release);
+        self.health.fail(why);
     }
 
     /// Why write-back stopped, once it has.
     pub fn poisoned(&self) -> Option<String> {
-        if !self.poisoned.load(Ordering::Acquire) {
-            return None;
-        }
-        self.poison_reason.lock().clone()
+        self.health.first_failure()
+    }
+
+    /// The fail-stop state this pool shares.
+    pub fn health(&self) -> &Arc<Health> {
+        &self.health
     }
 
     /// Frames scanned from an LRU tail by a thread that needs a free frame.

@@ -16,7 +16,14 @@ fn pool(frames: u64) -> BufferPool {
         old_blocks_pct: 37,
         old_blocks_time_ms: 0,
     };
-    BufferPool::new(&cfg, file, None, Box::new(DirectSink)).unwrap()
+    BufferPool::new(
+        &cfg,
+        file,
+        None,
+        Box::new(DirectSink),
+        crate::error::Health::new(),
+    )
+    .unwrap()
 }
 
 /// Dirties `pids` (each formatted as a free page and stamped); returns their frames.

@@ -12,13 +12,13 @@
 use super::header;
 use super::stats::{Counters, DwbStats};
 use super::{DWB_FILE_NAME, MAX_AREA_BYTES, MAX_SLOTS};
-use crate::error::{Error, Result};
+use crate::error::{Error, Health, Result};
 use crate::io::{AlignedBuf, File, FileKind, Storage};
 use crate::page::{self, PAGE_SIZES};
 use crate::types::PageId;
 use parking_lot::{Mutex, MutexGuard};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// The doublewrite area of one data file. `Send + Sync`: share it between page cleaners.
@@ -34,8 +34,9 @@ pub struct Doublewrite {
     /// The segment the next `write_batch` waits on when all are busy.
     next_segment: AtomicUsize,
     /// Set (with `failed`) by the first failed write or fsync of any segment (D4).
-    poisoned: AtomicBool,
-    failed: Mutex<Option<String>>,
+    /// The engine's fail-stop state (D4); fresh unless [`Doublewrite::with_health`] shares
+    /// the engine's.
+    health: Arc<Health>,
     pub(super) counters: Counters,
     header_repaired: bool,
 }
@@ -127,8 +128,7 @@ impl Doublewrite {
                 })
                 .collect(),
             next_segment: AtomicUsize::new(0),
-            poisoned: AtomicBool::new(false),
-            failed: Mutex::new(None),
+            health: Health::new(),
             counters: Counters::default(),
             header_repaired: state == HeaderState::Damaged,
         })
@@ -177,10 +177,16 @@ impl Doublewrite {
         self.segments[self.next_segment.fetch_add(1, Ordering::Relaxed) % n].lock()
     }
 
-    /// D4: refuses once any segment has failed.
+    /// Shares the engine's fail-stop state: a failure here stops every writer, and a failure
+    /// anywhere stops this area's writes.
+    pub fn with_health(mut self, health: Arc<Health>) -> Self {
+        self.health = health;
+        self
+    }
+
+    /// D4: refuses once any segment (or, with a shared state, any writer) has failed.
     fn check_poison(&self) -> Result<()> {
-        if self.poisoned.load(Ordering::Acquire) {
-            let first = self.failed.lock().clone().unwrap_or_default();
+        if let Some(first) = self.health.first_failure() {
             return Err(Error::Poisoned(format!(
                 "doublewrite {}: an earlier write or fsync failed ({first})",
                 self.path
@@ -190,11 +196,7 @@ impl Doublewrite {
     }
 
     fn set_poison(&self, e: &Error) {
-        let mut f = self.failed.lock();
-        if f.is_none() {
-            *f = Some(e.to_string());
-        }
-        self.poisoned.store(true, Ordering::Release);
+        self.health.fail(&e.to_string());
     }
 
     pub fn stats(&self) -> DwbStats {

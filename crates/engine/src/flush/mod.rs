@@ -99,7 +99,6 @@ pub struct Durability {
     wake: Mutex<bool>,
     wake_cv: Condvar,
     stop: AtomicBool,
-    poison: Mutex<Option<String>>,
 }
 
 impl Durability {
@@ -126,33 +125,23 @@ impl Durability {
             wake: Mutex::new(false),
             wake_cv: Condvar::new(),
             stop: AtomicBool::new(false),
-            poison: Mutex::new(None),
         });
         let weak = Arc::downgrade(&dur);
         dur.space.set_make_room(weak);
         dur
     }
 
-    /// Fails once the engine has stopped accepting writes (invariant 5): after a failure that
-    /// poisoned it, or one that stopped page write-back (a user thread evicting a page may hit
-    /// it without the error passing through `poison`).
+    /// Fails once the engine has stopped accepting writes (invariant 5): after any failure
+    /// recorded in the engine's [`crate::error::Health`] (shared with the pool, the log and the doublewrite
+    /// area, so a user thread evicting a page that hits a write error stops commits too).
     pub fn check_poison(&self) -> Result<()> {
-        match &*self.poison.lock() {
-            Some(why) => Err(Error::Poisoned(why.clone())),
-            None => match self.pool.poisoned() {
-                Some(why) => Err(Error::Poisoned(why)),
-                None => Ok(()),
-            },
-        }
+        self.pool.health().check()
     }
 
     /// Stops writes for good after an I/O failure whose outcome is uncertain.
     pub fn poison(&self, e: &Error) {
-        let mut p = self.poison.lock();
-        if p.is_none() {
+        if self.pool.health().fail(&e.to_string()) {
             tracing::error!("evenkeel stops accepting writes: {e}");
-            *p = Some(e.to_string());
-            self.pool.poison(&e.to_string());
         }
     }
 

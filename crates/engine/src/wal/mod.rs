@@ -148,6 +148,10 @@ pub struct LogConfig {
     /// Open for reading only: `Log::open` writes no checkpoint slot (the caller appends
     /// nothing, so no block carries a new epoch).
     pub read_only: bool,
+    /// The engine's fail-stop state, shared with the other writers of one open: the log's own
+    /// failed write or fsync is recorded there (W7), and once anything failed the log takes
+    /// no more appends. `None`: a state of the log's own, fresh at each open or create.
+    pub health: Option<std::sync::Arc<crate::error::Health>>,
 }
 
 impl Default for LogConfig {
@@ -160,6 +164,7 @@ impl Default for LogConfig {
             flush_at_commit: FlushAtCommit::One,
             background_interval: Duration::from_secs(1),
             read_only: false,
+            health: None,
         }
     }
 }

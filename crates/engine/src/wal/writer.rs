@@ -27,6 +27,8 @@ use std::time::Instant;
 /// State shared by the handle and the background thread.
 pub(crate) struct Shared {
     pub cfg: LogConfig,
+    /// The fail-stop state (`cfg.health`, or one of the log's own).
+    pub health: Arc<crate::error::Health>,
     pub geom: Geometry,
     pub files: Vec<Arc<dyn File>>,
     /// The epoch of this run, written in every block (W6).
@@ -63,6 +65,7 @@ impl Shared {
         if st.failure.is_none() {
             st.failure = Some(Failure::Poisoned(e.to_string()));
         }
+        self.health.fail(&e.to_string());
         self.flushed.notify_all();
     }
 }
@@ -159,6 +162,7 @@ impl Log {
         let state = State::new(start, checkpoint, files.len(), cfg.buffer_size);
         let shared = Shared {
             max_payload: geom.max_payload(cfg.buffer_size),
+            health: cfg.health.clone().unwrap_or_else(crate::error::Health::new),
             cfg,
             geom,
             files,
@@ -223,6 +227,8 @@ impl Log {
         let mut wait_started: Option<Instant> = None;
         loop {
             st.usable()?;
+            // nothing more is logged once any writer of the engine failed (invariant 5)
+            sh.health.check()?;
             // W4: refuse rather than overwrite log space the checkpoint has not released. The
             // group must leave room for the padding a durable flush may add after it, so that
             // `current - checkpoint <= capacity` holds after padding and after a reopen too.
@@ -338,6 +344,7 @@ impl Log {
                 if st.failure.is_none() {
                     st.failure = Some(Failure::Poisoned(e.to_string()));
                 }
+                sh.health.fail(&e.to_string());
                 sh.flushed.notify_all();
                 return Err(e);
             }

@@ -29,6 +29,7 @@ pub(super) fn cfg(
         flush_at_commit: FlushAtCommit::One,
         background_interval: Duration::from_millis(20),
         read_only: false,
+        health: None,
     }
 }
 
