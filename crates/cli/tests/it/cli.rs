@@ -32,12 +32,12 @@ pub(crate) fn run(args: &[&str], stdin: &[u8]) -> Output {
     out
 }
 
-fn text(bytes: &[u8]) -> String {
+pub(crate) fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
 /// Asserts the exit code, showing both streams when it differs.
-fn expect_code(out: &Output, code: i32) {
+pub(crate) fn expect_code(out: &Output, code: i32) {
     assert_eq!(
         out.status.code(),
         Some(code),
@@ -47,7 +47,7 @@ fn expect_code(out: &Output, code: i32) {
     );
 }
 
-fn dir_arg(p: &Path) -> &str {
+pub(crate) fn dir_arg(p: &Path) -> &str {
     p.to_str().expect("utf-8 temp path")
 }
 

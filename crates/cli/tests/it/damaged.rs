@@ -3,27 +3,9 @@
 //! size and what is missing, `check` and open agree, salvage counts missing pages, a closed
 //! stdout ends a command quietly, and `load --batch` is checked against the log at start.
 
-use crate::cli::run;
+use crate::cli::{dir_arg as arg, expect_code as code, run, text};
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn code(out: &Output, want: i32) {
-    assert_eq!(
-        out.status.code(),
-        Some(want),
-        "stdout:\n{}\nstderr:\n{}",
-        text(&out.stdout),
-        text(&out.stderr)
-    );
-}
-
-fn arg(p: &Path) -> &str {
-    p.to_str().expect("utf-8 path")
-}
+use std::process::{Command, Stdio};
 
 /// A database of `rows` rows in table `t`, page size 4K, shut down cleanly.
 fn loaded(dir: &Path, rows: usize) {
