@@ -62,6 +62,37 @@ pub fn stability(series: &[f64]) -> Stability {
     }
 }
 
+/// Seconds in the window of the rolling median that [`detrended`] divides by.
+pub const DETREND_WINDOW_S: usize = 30;
+
+/// Each second's rate relative to the median of the `window` seconds centred on it (clipped
+/// at the ends of the run): 1.0 is "as usual for this part of the run". A hole (a few seconds
+/// far under their neighbours) stays visible; a slow drift (throughput falling as the data
+/// grows or the cache turns over) divides out. A second whose window's median is 0 counts as
+/// 0: it lies inside a stall longer than half the window.
+pub fn relative_to_rolling_median(series: &[f64], window: usize) -> Vec<f64> {
+    let half = window.max(1) / 2;
+    (0..series.len())
+        .map(|i| {
+            let lo = i.saturating_sub(half);
+            let hi = (i + half + 1).min(series.len());
+            let base = percentile(&series[lo..hi], 50.0);
+            if base > 0.0 {
+                series[i] / base
+            } else {
+                0.0
+            }
+        })
+        .collect()
+}
+
+/// The stability figures of [`relative_to_rolling_median`] over [`DETREND_WINDOW_S`]: its p1,
+/// min and seconds below half say how deep and how many the holes are, with drift removed
+/// (mean near 1.0; `p1 / mean` is the detrended p1/mean).
+pub fn detrended(series: &[f64]) -> Stability {
+    stability(&relative_to_rolling_median(series, DETREND_WINDOW_S))
+}
+
 /// iibench's 99th-percentile-low rate of one client: its per-interval rates sorted
 /// descending, the value at position floor(0.99 * n) (the last one when that is past the end).
 pub fn ips99_client(rates: &[f64]) -> f64 {
@@ -90,6 +121,34 @@ pub fn windows(series: &[f64], w: usize) -> Vec<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn detrending_removes_drift_and_keeps_holes() {
+        // a steady decline from 1,000/s to 500/s over 300 s: plain p1/mean is low, detrended ~1
+        let drift: Vec<f64> = (0..300)
+            .map(|i| 1000.0 - i as f64 * 500.0 / 300.0)
+            .collect();
+        let plain = stability(&drift);
+        let d = detrended(&drift);
+        assert!(plain.p1 / plain.mean < 0.7, "{plain:?}");
+        assert!(d.p1 / d.mean > 0.97, "{d:?}");
+        assert_eq!(d.seconds_below_half_mean, 0);
+        // the same with three 1-second holes at a fifth of the rate: detrended shows them
+        let mut holes = drift.clone();
+        for i in [50, 150, 250] {
+            holes[i] /= 5.0;
+        }
+        let h = detrended(&holes);
+        assert_eq!(h.seconds_below_half_mean, 3, "{h:?}");
+        assert!(h.min < 0.25, "{h:?}");
+        // a stall longer than half the window counts as zeros
+        let mut stall = vec![100.0; 120];
+        for x in stall.iter_mut().skip(40).take(20) {
+            *x = 0.0;
+        }
+        assert!(detrended(&stall).zero_seconds >= 20);
+        assert_eq!(detrended(&[]), Stability::default());
+    }
 
     #[test]
     fn level_series() {
