@@ -162,7 +162,7 @@ impl Log {
         let state = State::new(start, checkpoint, files.len(), cfg.buffer_size);
         let shared = Shared {
             max_payload: geom.max_payload(cfg.buffer_size),
-            health: cfg.health.clone().unwrap_or_else(crate::error::Health::new),
+            health: cfg.health.clone().unwrap_or_default(),
             cfg,
             geom,
             files,
