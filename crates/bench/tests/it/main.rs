@@ -2,6 +2,7 @@
 //! Workload tests run against the in-memory model engine; `flush` uses a tiny evenkeel database.
 
 mod cli;
+mod conformance;
 mod flush;
 mod insert;
 mod kv;
