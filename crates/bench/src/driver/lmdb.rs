@@ -71,6 +71,61 @@ fn map_err(e: heed::Error) -> DriverError {
     DriverError::fatal(format!("lmdb: {e}"))
 }
 
+/// The effective settings and what the report says about options LMDB cannot apply.
+struct Settings {
+    durability: u64,
+    lock_wait_s: u64,
+    notes: Vec<(String, String)>,
+}
+
+impl Settings {
+    fn from(config: Option<&Path>, set: &[(String, String)]) -> BenchResult<Settings> {
+        let o = PeerOptions::parse("lmdb", config, set, MAPPED)?;
+        if !o.bool("doublewrite", true)? {
+            return Err(BenchError::Usage(
+                "lmdb engine: doublewrite=off has no equivalent: LMDB copies pages on write and \
+                     never overwrites a live one"
+                    .into(),
+            ));
+        }
+        let durability = o.durability()?;
+        let lock_wait_s = o.int("lock_wait_timeout", DEFAULT_LOCK_WAIT_TIMEOUT_S, 1, 1 << 30)?;
+        let mut notes = vec![(
+            "sync".to_string(),
+            if durability == 1 {
+                "at commit (flush_log_at_trx_commit=1)".to_string()
+            } else {
+                format!("MDB_NOSYNC, synced once a second (flush_log_at_trx_commit={durability})")
+            },
+        )];
+        if let Some(v) = o.raw("buffer_pool_size") {
+            notes.push((
+                "buffer_pool_size".into(),
+                format!("{v} not applied: LMDB reads through the OS page cache (all free memory)"),
+            ));
+        }
+        if o.raw("log_file_size").is_some() || o.raw("log_files_in_group").is_some() {
+            notes.push((
+                "redo_capacity".into(),
+                format!(
+                    "{} bytes not applied: LMDB has no redo log",
+                    o.redo_capacity()?
+                ),
+            ));
+        }
+        Ok(Settings {
+            durability,
+            lock_wait_s,
+            notes,
+        })
+    }
+}
+
+/// Check options as `open` would, without opening anything.
+pub fn check_options(config: Option<&Path>, set: &[(String, String)]) -> BenchResult<()> {
+    Settings::from(config, set).map(|_| ())
+}
+
 /// The writer lock: at most one transaction with writes at a time.
 #[derive(Default)]
 struct WriterLock {
@@ -122,39 +177,11 @@ impl LmdbDriver {
         config: Option<&Path>,
         set: &[(String, String)],
     ) -> BenchResult<LmdbDriver> {
-        let o = PeerOptions::parse("lmdb", config, set, MAPPED)?;
-        if !o.bool("doublewrite", true)? {
-            return Err(BenchError::Usage(
-                "lmdb engine: doublewrite=off has no equivalent: LMDB copies pages on write and \
-                 never overwrites a live one"
-                    .into(),
-            ));
-        }
-        let durability = o.durability()?;
-        let lock_wait_s = o.int("lock_wait_timeout", DEFAULT_LOCK_WAIT_TIMEOUT_S, 1, 1 << 30)?;
-        let mut notes = vec![(
-            "sync".to_string(),
-            if durability == 1 {
-                "at commit (flush_log_at_trx_commit=1)".to_string()
-            } else {
-                format!("MDB_NOSYNC, synced once a second (flush_log_at_trx_commit={durability})")
-            },
-        )];
-        if let Some(v) = o.raw("buffer_pool_size") {
-            notes.push((
-                "buffer_pool_size".into(),
-                format!("{v} not applied: LMDB reads through the OS page cache (all free memory)"),
-            ));
-        }
-        if o.raw("log_file_size").is_some() || o.raw("log_files_in_group").is_some() {
-            notes.push((
-                "redo_capacity".into(),
-                format!(
-                    "{} bytes not applied: LMDB has no redo log",
-                    o.redo_capacity()?
-                ),
-            ));
-        }
+        let Settings {
+            durability,
+            lock_wait_s,
+            notes,
+        } = Settings::from(config, set)?;
         let path = dir.join("lmdb");
         std::fs::create_dir_all(&path)
             .map_err(|e| BenchError::io(format!("create {}", path.display()), e))?;

@@ -95,6 +95,11 @@ impl Settings {
     }
 }
 
+/// Check options as `open` would, without opening anything.
+pub fn check_options(config: Option<&Path>, set: &[(String, String)]) -> BenchResult<()> {
+    Settings::from(&PeerOptions::parse("sqlite", config, set, MAPPED)?).map(|_| ())
+}
+
 type Tables = Arc<Vec<Option<Arc<TableSql>>>>;
 
 struct TableSql {

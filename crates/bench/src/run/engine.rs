@@ -105,6 +105,24 @@ impl EngineSpec {
     }
 }
 
+/// Check the engine and its options without opening anything (an engine sweep checks every
+/// engine before the first one loads). evenkeel's options are checked when it opens.
+pub fn check_options(spec: &EngineSpec) -> BenchResult<()> {
+    spec.validate()?;
+    let pairs = spec.pairs()?;
+    let config = spec.config.as_deref();
+    let _ = (&pairs, config);
+    match spec.engine.as_str() {
+        #[cfg(feature = "innodb")]
+        "innodb" => crate::driver::innodb::check_options(config, &pairs),
+        #[cfg(feature = "sqlite")]
+        "sqlite" => crate::driver::sqlite::check_options(config, &pairs),
+        #[cfg(feature = "lmdb")]
+        "lmdb" => crate::driver::lmdb::check_options(config, &pairs),
+        _ => Ok(()),
+    }
+}
+
 /// Open (or create) the engine in `dir`.
 pub fn open_driver(spec: &EngineSpec, dir: &Path) -> BenchResult<Box<dyn Driver>> {
     spec.validate()?;

@@ -2,7 +2,7 @@
 //! second the run loop calls `Sampler::tick`, which drains them, reads the engine's status and
 //! the process and device counters, and returns one `SampleRow`: throughput and latency
 //! percentiles of the interval, engine gauges and counter differences, CPU %, RSS, and bytes
-//! read and written. Rows are what timeseries.csv, the report and the stability figures use.
+//! read and written (a peer's server process included). Rows are what timeseries.csv, the report and the stability figures use.
 
 pub mod proc;
 
@@ -166,7 +166,7 @@ pub struct Sampler {
 
 impl Sampler {
     pub fn new(driver: &dyn Driver, clients: &Clients, data_dir: Option<PathBuf>) -> Self {
-        let reader = ProcReader::new(data_dir.as_deref());
+        let reader = ProcReader::new(data_dir.as_deref()).with_server(driver.server_pid());
         let now = Instant::now();
         Sampler {
             started: now,

@@ -6,5 +6,6 @@ mod conformance;
 mod flush;
 mod insert;
 mod kv;
+mod peers;
 mod report;
 mod tpcc;

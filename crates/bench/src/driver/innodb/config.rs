@@ -113,9 +113,17 @@ pub fn settings(o: &PeerOptions) -> BenchResult<Vec<(String, String)>> {
     put("flush_method", method.to_string());
     // MariaDB keeps one redo file; its size is the whole capacity.
     put("log_file_size", o.redo_capacity()?.max(MIB).to_string());
+    // As evenkeel does for a small log: the default 16 MiB buffer becomes a quarter of the
+    // redo capacity (at least 256 KiB) when it is over half of it; a set value is kept.
+    let redo = o.redo_capacity()?.max(MIB);
+    let default_buffer = if 16 * MIB > redo / 2 {
+        (redo / 4).max(256 * KIB)
+    } else {
+        16 * MIB
+    };
     put(
         "log_buffer_size",
-        o.size("log_buffer_size", 16 * MIB, 256 * KIB, 4 * GIB)?
+        o.size("log_buffer_size", default_buffer, 256 * KIB, 4 * GIB)?
             .to_string(),
     );
     put("flush_log_at_trx_commit", o.durability()?.to_string());

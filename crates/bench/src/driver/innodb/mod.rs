@@ -144,6 +144,12 @@ type Tables = Arc<Vec<Option<Arc<TableSql>>>>;
 /// Idle connections, each with no open transaction.
 type Pool = Arc<Mutex<Vec<Conn>>>;
 
+/// Check options as `open` would, without starting anything.
+pub fn check_options(config: Option<&Path>, set: &[(String, String)]) -> BenchResult<()> {
+    let opts = PeerOptions::parse("innodb", config, set, config::MAPPED)?;
+    config::settings(&opts).map(|_| ())
+}
+
 /// InnoDB behind the adapter.
 pub struct InnodbDriver {
     server: Server,
