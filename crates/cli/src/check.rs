@@ -38,6 +38,12 @@ pub struct CheckArgs {
     #[arg(long)]
     pub tpcc: bool,
 
+    /// The engine that holds the directory: evenkeel, or a peer the workbench loaded
+    /// (innodb, sqlite, lmdb in a build with --features peers); a peer's directory is only
+    /// checked with --tpcc, through its driver
+    #[arg(long, default_value = "evenkeel")]
+    pub engine: String,
+
     /// Check the data file as it lies even when the database was not shut down cleanly,
     /// without running crash recovery first
     #[arg(long)]
@@ -58,6 +64,21 @@ pub struct CheckArgs {
 }
 
 pub fn run(args: &CheckArgs) -> CmdResult {
+    if args.engine != "evenkeel" {
+        if !args.tpcc || args.salvage || args.json || args.no_recover {
+            return Err(Failure::Usage(format!(
+                "check --engine {}: a peer engine's directory is checked with --tpcc only \
+                 (no --json, --salvage or --no-recover: those read evenkeel's own files)",
+                args.engine
+            )));
+        }
+        return crate::bench::check_tpcc(
+            &args.dir,
+            &args.engine,
+            args.config.config.clone(),
+            args.config.set.clone(),
+        );
+    }
     let lock = dirlock::lock(&args.dir)?;
     if let (true, Some(out)) = (args.salvage, &args.out) {
         if !args.dir.join(evenkeel::db::DATA_FILE).exists() {
@@ -109,6 +130,7 @@ pub fn run(args: &CheckArgs) -> CmdResult {
         if args.tpcc {
             crate::bench::check_tpcc(
                 &args.dir,
+                "evenkeel",
                 args.config.config.clone(),
                 args.config.set.clone(),
             )?;

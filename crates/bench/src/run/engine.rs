@@ -193,6 +193,17 @@ pub fn shapes_data(engine: &str, option: &str) -> bool {
     }
 }
 
+/// The subdirectory a peer keeps its files in under the data directory (evenkeel's files lie
+/// in the directory itself).
+pub fn data_subdir(engine: &str) -> Option<&'static str> {
+    match engine {
+        "innodb" => Some("mariadb"),
+        "sqlite" => Some("sqlite"),
+        "lmdb" => Some("lmdb"),
+        _ => None,
+    }
+}
+
 /// True when the engine keeps its data in the directory (so size and device I/O mean something).
 pub fn is_persistent(engine: &str) -> bool {
     engine != "model"
