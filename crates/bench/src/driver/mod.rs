@@ -23,6 +23,8 @@ pub mod innodb;
 pub mod lmdb;
 pub mod model;
 pub mod peer_options;
+#[cfg(feature = "rocksdb")]
+pub mod rocksdb;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 

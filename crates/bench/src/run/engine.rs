@@ -20,6 +20,8 @@ pub const ENGINES: &[&str] = &[
     "evenkeel",
     #[cfg(feature = "innodb")]
     "innodb",
+    #[cfg(feature = "rocksdb")]
+    "rocksdb",
     #[cfg(feature = "sqlite")]
     "sqlite",
     #[cfg(feature = "lmdb")]
@@ -115,6 +117,8 @@ pub fn check_options(spec: &EngineSpec) -> BenchResult<()> {
     match spec.engine.as_str() {
         #[cfg(feature = "innodb")]
         "innodb" => crate::driver::innodb::check_options(config, &pairs),
+        #[cfg(feature = "rocksdb")]
+        "rocksdb" => crate::driver::rocksdb::check_options(config, &pairs),
         #[cfg(feature = "sqlite")]
         "sqlite" => crate::driver::sqlite::check_options(config, &pairs),
         #[cfg(feature = "lmdb")]
@@ -137,6 +141,12 @@ pub fn open_driver(spec: &EngineSpec, dir: &Path) -> BenchResult<Box<dyn Driver>
         }
         #[cfg(feature = "innodb")]
         "innodb" => Ok(Box::new(crate::driver::innodb::InnodbDriver::open(
+            dir,
+            spec.config.as_deref(),
+            &spec.pairs()?,
+        )?)),
+        #[cfg(feature = "rocksdb")]
+        "rocksdb" => Ok(Box::new(crate::driver::rocksdb::RocksDriver::open(
             dir,
             spec.config.as_deref(),
             &spec.pairs()?,
@@ -200,6 +210,7 @@ pub fn data_subdir(engine: &str) -> Option<&'static str> {
         "innodb" => Some("mariadb"),
         "sqlite" => Some("sqlite"),
         "lmdb" => Some("lmdb"),
+        "rocksdb" => Some("rocksdb"),
         _ => None,
     }
 }

@@ -416,6 +416,27 @@ mod innodb {
     }
 }
 
+#[cfg(feature = "rocksdb")]
+mod rocksdb {
+    use super::*;
+
+    const ROCKSDB: Engine = Engine {
+        name: "rocksdb",
+        locking: Locking::RowLocks,
+        readers_beside_writer: true,
+    };
+
+    #[test]
+    fn rocksdb_conforms() {
+        conformance(&ROCKSDB);
+    }
+
+    #[test]
+    fn rocksdb_tpcc_consistent() {
+        tpcc_stays_consistent(&ROCKSDB);
+    }
+}
+
 #[cfg(feature = "sqlite")]
 mod sqlite {
     use super::*;

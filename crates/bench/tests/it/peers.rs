@@ -25,6 +25,9 @@ fn engines() -> Vec<&'static str> {
     if cfg!(feature = "innodb") {
         e.push("innodb");
     }
+    if cfg!(feature = "rocksdb") {
+        e.push("rocksdb");
+    }
     if cfg!(feature = "sqlite") {
         e.push("sqlite");
     }
