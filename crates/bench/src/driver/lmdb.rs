@@ -388,11 +388,24 @@ impl Driver for LmdbDriver {
     }
 
     fn close(&self) -> DriverResult<()> {
+        self.stop_syncer();
+        self.env.force_sync().map_err(map_err)
+    }
+}
+
+impl LmdbDriver {
+    /// Stop the once-a-second syncer (it holds the environment open).
+    fn stop_syncer(&self) {
         if let Some(s) = self.syncer.lock().take() {
             s.stop.store(true, Ordering::Relaxed);
             let _ = s.thread.join();
         }
-        self.env.force_sync().map_err(map_err)
+    }
+}
+
+impl Drop for LmdbDriver {
+    fn drop(&mut self) {
+        self.stop_syncer();
     }
 }
 

@@ -105,6 +105,44 @@ fn engine_sweep_puts_engines_side_by_side() {
 }
 
 #[test]
+fn insert_engine_sweep_runs_every_engine() {
+    let out = tempfile::tempdir().expect("tempdir");
+    let o = out.path().to_string_lossy().to_string();
+    let vary = format!("engine={}", engines().join(","));
+    let cmd = sweep(&[
+        "insert",
+        "--vary",
+        &vary,
+        "-c",
+        "2",
+        "--rows",
+        "400",
+        "--rows-i1",
+        "200",
+        "--steps",
+        "l.i0,l.x,l.i1",
+        "--set",
+        "buffer_pool_size=32M",
+        "--quiet",
+        "--json",
+        "--out",
+        &o,
+    ]);
+    let r = run_sweep(&cmd).expect("insert engine sweep");
+    assert_eq!(r.runs.len(), engines().len());
+    for (run, engine) in r.runs.iter().zip(engines()) {
+        assert_eq!(run.summary.engine, engine);
+        // A step this short may fit in one partial second: count every sampled row.
+        let rows: u64 = run.rows.iter().map(|r| r.ops_all).sum();
+        assert!(rows > 0, "{engine} inserted nothing");
+        assert!(
+            out.path().join(format!("load-{engine}")).is_dir(),
+            "{engine} did not load its own template"
+        );
+    }
+}
+
+#[test]
 fn engine_options_are_checked_before_loading() {
     let dir = tempfile::tempdir().expect("tempdir");
     let d = dir.path().to_string_lossy().to_string();

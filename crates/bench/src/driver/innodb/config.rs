@@ -250,6 +250,10 @@ pub fn my_cnf(innodb: &[(String, String)], p: &Paths<'_>, user: &str) -> String 
          # No query cache (off in 10.11's defaults too), no performance schema overhead.\n\
          query_cache_type = OFF\n\
          performance_schema = OFF\n\
+         # Every run starts with a cold pool, as evenkeel's does (no dump at shutdown, no load\n\
+         # at start from a sweep template's copy).\n\
+         innodb_buffer_pool_dump_at_shutdown = OFF\n\
+         innodb_buffer_pool_load_at_startup = OFF\n\
          # Every INNODB_METRICS counter (pages flushed by kind, sync-flush waits, checkpoints).\n\
          innodb_monitor_enable = all\n",
     );
