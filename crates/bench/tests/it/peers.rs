@@ -4,7 +4,7 @@
 //! from a killed run, a second server on one datadir refused, a failed start showing its log).
 
 use clap::Parser;
-use evenkeel_bench::run::engine::{open_driver, EngineSpec};
+use evenkeel_bench::run::engine::EngineSpec;
 use evenkeel_bench::{run_sweep, BenchError, SweepCommand};
 
 #[derive(Parser)]
@@ -174,6 +174,7 @@ fn engine_options_are_checked_before_loading() {
 #[cfg(feature = "innodb")]
 mod innodb {
     use super::*;
+    use evenkeel_bench::run::engine::open_driver;
 
     fn spec(set: &[&str]) -> EngineSpec {
         EngineSpec {
