@@ -7,17 +7,18 @@
 //! without a database is an operational error (exit 1); a data file whose header page cannot
 //! even be read as one is damage (exit 3), since that is what `check` is for.
 //!
-//! A database that was not shut down cleanly (its process was killed) is recovered first:
-//! before redo its data file is a fuzzy image (pages written back at different moments, maybe
-//! a torn page whose good copy is in the doublewrite area) and would fail the B+tree rules
-//! without being damaged. Recovery opens and closes the database with the `--config`/`--set`
-//! options and says so on stderr; `--no-recover` checks the file as it lies.
+//! `check` writes nothing to a database. One that was not shut down cleanly (its process was
+//! killed) is refused with the way on: before redo its data file is a fuzzy image (pages
+//! written back at different moments, maybe a torn page whose good copy is in the doublewrite
+//! area) that would fail the B+tree rules without being damaged, and recovery writes. `evenkeel
+//! recover DIR` or `check --recover` runs recovery first (with the `--config`/`--set` options,
+//! saying so on stderr); `--no-recover` checks the file as it lies.
 //!
 //! `--salvage --out DIR` is the way out for a damaged database: see `salvage.rs`.
 
 use crate::config::ConfigArgs;
 use crate::dirlock;
-use crate::failure::{CmdResult, Failure};
+use crate::failure::{print_stdout, CmdResult, Failure};
 use clap::Args;
 use evenkeel::check::CheckReport;
 use evenkeel::{Database, Error};
@@ -39,15 +40,20 @@ pub struct CheckArgs {
     pub tpcc: bool,
 
     /// The engine that holds the directory: evenkeel, or a peer the workbench loaded
-    /// (innodb, sqlite, lmdb in a build with --features peers); a peer's directory is only
-    /// checked with --tpcc, through its driver
+    /// (innodb, rocksdb, sqlite, lmdb in a build with --features peers); a peer's directory is
+    /// only checked with --tpcc, through its driver
     #[arg(long, default_value = "evenkeel")]
     pub engine: String,
 
-    /// Check the data file as it lies even when the database was not shut down cleanly,
-    /// without running crash recovery first
-    #[arg(long)]
+    /// Check the data file as it lies even when the database was not shut down cleanly (its
+    /// fuzzy image may break B+tree rules without being damaged)
+    #[arg(long, conflicts_with = "recover")]
     pub no_recover: bool,
+
+    /// When the database was not shut down cleanly, run crash recovery first (as `evenkeel
+    /// recover` does; it writes to the database), then check
+    #[arg(long)]
+    pub recover: bool,
 
     /// The way out for a damaged database (also when a normal open refuses): export every
     /// readable row, one dump file per table in the load format, into --out DIR, skipping
@@ -65,10 +71,11 @@ pub struct CheckArgs {
 
 pub fn run(args: &CheckArgs) -> CmdResult {
     if args.engine != "evenkeel" {
-        if !args.tpcc || args.salvage || args.json || args.no_recover {
+        if !args.tpcc || args.salvage || args.json || args.no_recover || args.recover {
             return Err(Failure::Usage(format!(
                 "check --engine {}: a peer engine's directory is checked with --tpcc only \
-                 (no --json, --salvage or --no-recover: those read evenkeel's own files)",
+                 (no --json, --salvage, --recover or --no-recover: those read evenkeel's own \
+                 files)",
                 args.engine
             )));
         }
@@ -79,29 +86,43 @@ pub fn run(args: &CheckArgs) -> CmdResult {
             args.config.set.clone(),
         );
     }
-    let lock = dirlock::lock(&args.dir)?;
+    let lock = dirlock::lock_existing(&args.dir)?;
     if let (true, Some(out)) = (args.salvage, &args.out) {
-        if !args.dir.join(evenkeel::db::DATA_FILE).exists() {
-            return Err(Failure::Operation(format!(
-                "{}: no database here ({} is missing)",
-                args.dir.display(),
-                evenkeel::db::DATA_FILE
-            )));
-        }
-        // Recovery first, as for a check; when the damage makes it refuse, salvage the file as
-        // it lies (changes only in the redo log are then missing).
-        if !args.no_recover && needs_recovery(&args.dir) {
-            if let Err(e) = recover(args) {
+        evenkeel::require_database(&args.dir).map_err(Failure::from)?;
+        if needs_recovery(&args.dir) {
+            if args.recover {
+                // when the damage makes recovery refuse, salvage the file as it lies
+                if let Err(e) = recover(&args.dir, &args.config, "the salvage") {
+                    eprintln!(
+                        "evenkeel check --salvage: crash recovery refused ({e}); salvaging the \
+                         data file as it lies: changes only in the redo log are missing"
+                    );
+                }
+            } else {
                 eprintln!(
-                    "evenkeel check --salvage: crash recovery refused ({e}); salvaging the \
-                     data file as it lies: changes only in the redo log are missing"
+                    "evenkeel check --salvage: {} was not shut down cleanly; salvaging the data \
+                     file as it lies (nothing is written to the database): changes only in the \
+                     redo log are missing. Add --recover to run crash recovery first.",
+                    args.dir.display()
                 );
             }
         }
         return crate::salvage::run(&args.dir, out);
     }
-    if !args.no_recover && needs_recovery(&args.dir) {
-        recover(args)?;
+    if needs_recovery(&args.dir) {
+        if args.recover {
+            recover(&args.dir, &args.config, "the check")?;
+        } else if !args.no_recover {
+            return Err(Failure::Operation(format!(
+                "{dir} was not shut down cleanly (its process was killed or crashed): until \
+                 crash recovery runs, its data file is a fuzzy image that may break B+tree \
+                 rules without being damaged. `check` writes nothing to a database, so it does \
+                 not recover it: run `evenkeel recover {dir}` first (or `evenkeel check \
+                 --recover {dir}`), check the file as it lies with `--no-recover`, or export \
+                 what is readable with `--salvage --out OUT`",
+                dir = args.dir.display()
+            )));
+        }
     }
     let report = match evenkeel::check_dir(&args.dir) {
         Ok(r) => r,
@@ -121,9 +142,9 @@ pub fn run(args: &CheckArgs) -> CmdResult {
     if args.json {
         let text = serde_json::to_string_pretty(&report)
             .map_err(|e| Failure::op("encoding the report as JSON", e))?;
-        println!("{text}");
+        print_stdout(&format!("{text}\n"))?;
     } else {
-        print!("{}", render(&report));
+        print_stdout(&render(&report))?;
     }
     if report.is_ok() {
         drop(lock);
@@ -168,26 +189,24 @@ pub(crate) fn needs_recovery(dir: &Path) -> bool {
     read().unwrap_or(false)
 }
 
-/// Runs crash recovery by opening and closing the database, and reports what it did.
-fn recover(args: &CheckArgs) -> CmdResult {
-    let dir = args.dir.display();
-    let opts = args.config.options_for(&args.dir)?;
+/// Runs crash recovery by opening and closing the database, and reports what it did on
+/// stderr (`before`: what runs after it, for the messages).
+pub(crate) fn recover(dir: &Path, config: &ConfigArgs, before: &str) -> CmdResult {
+    let shown = dir.display();
+    let opts = config.options_for(dir)?;
     let damaged = |e: Error| match e {
-        e @ Error::CorruptPage { .. } => {
-            Failure::Damaged(format!("crash recovery of {dir} before the check: {e}"))
+        e @ (Error::CorruptPage { .. } | Error::BadDatabase { .. }) => {
+            Failure::Damaged(format!("crash recovery of {shown} before {before}: {e}"))
         }
-        e @ Error::BadDatabase { .. } => {
-            Failure::Damaged(format!("crash recovery of {dir} before the check: {e}"))
-        }
-        e => Failure::engine(format!("crash recovery of {dir} before the check"), e),
+        e => Failure::engine(format!("crash recovery of {shown} before {before}"), e),
     };
-    let db = Database::open(&args.dir, opts).map_err(damaged)?;
+    let db = Database::open(dir, opts).map_err(damaged)?;
     let r = db.status().recovery;
     db.close().map_err(damaged)?;
     eprintln!(
-        "evenkeel check: {dir} was not shut down cleanly; crash recovery ran first: {} redo \
-         bytes scanned, {} page records applied, {} pages repaired from doublewrite, {} \
-         transactions re-applied, {:.3} s",
+        "evenkeel: {shown} was not shut down cleanly; crash recovery ran: {} redo bytes \
+         scanned, {} page records applied, {} pages repaired from doublewrite, {} transactions \
+         re-applied, {:.3} s",
         r.redo_bytes_scanned,
         r.page_records_applied,
         r.pages_repaired_from_doublewrite,

@@ -9,6 +9,11 @@
 //! dead owner look alive. The file itself stays in the directory: deleting a locked file would
 //! let two processes hold locks on two different files of that name. It holds the owner's pid,
 //! for the refusal message only. Programs embedding the engine rely on the engine's own lock.
+//!
+//! Commands that only use an existing database (`dump`, `status`, `check`, `recover`) take the
+//! lock with [`lock_existing`], which creates no lock file in a directory that holds neither a
+//! database nor a lock file: such a command then fails on the missing database and leaves the
+//! directory as it found it. A path that names a file instead of a directory is refused, saying so.
 
 use crate::failure::Failure;
 use std::fs::{File, OpenOptions, TryLockError};
@@ -23,9 +28,24 @@ pub struct DirLock {
     _file: File,
 }
 
-/// Locks `dir`. `None` when `dir` does not exist: the command then fails on the missing
-/// database with the engine's own message.
+/// Refuses a `dir` argument that exists but is not a directory (a data file given instead of
+/// its directory, say), naming it.
+pub fn require_dir(dir: &Path) -> Result<(), Failure> {
+    match std::fs::metadata(dir) {
+        Ok(m) if !m.is_dir() => Err(Failure::Usage(format!(
+            "{} is a file, not a directory: give the database's directory (the one holding {})",
+            dir.display(),
+            evenkeel::db::DATA_FILE
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Locks `dir`, creating the lock file when missing (for a command that may create the
+/// database). `None` when `dir` does not exist: the command then fails on the missing database
+/// with the engine's own message.
 pub fn lock(dir: &Path) -> Result<Option<DirLock>, Failure> {
+    require_dir(dir)?;
     if !dir.is_dir() {
         return Ok(None);
     }
@@ -59,4 +79,16 @@ pub fn lock(dir: &Path) -> Result<Option<DirLock>, Failure> {
     file.rewind().map_err(io_err)?;
     writeln!(file, "{}", std::process::id()).map_err(io_err)?;
     Ok(Some(DirLock { _file: file }))
+}
+
+/// Locks `dir` for a command that only uses an existing database: as [`lock`], but `None`
+/// without creating anything when `dir` holds neither the data file nor a lock file. A lock
+/// file that is already there is taken even without a data file, since its owner may be
+/// creating the database right now.
+pub fn lock_existing(dir: &Path) -> Result<Option<DirLock>, Failure> {
+    require_dir(dir)?;
+    if !dir.join(evenkeel::db::DATA_FILE).exists() && !dir.join(LOCK_FILE).exists() {
+        return Ok(None);
+    }
+    lock(dir)
 }

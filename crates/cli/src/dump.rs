@@ -1,7 +1,8 @@
 //! dump: `evenkeel dump DIR --table T`, a table to stdout in key order, in the line format
 //! `load` reads, so `dump | load` rebuilds the same rows and a second dump is byte-identical.
 //!
-//! Output goes through one large buffer. A closed pipe (`| head`) ends the dump quietly with
+//! The database is opened read-only: a dump writes nothing to it, and one that needs crash
+//! recovery is refused with the command that runs it. Output goes through one large buffer. A closed pipe (`| head`) ends the dump quietly with
 //! exit 0: the reader asked for no more, which is not a failure of the dump.
 
 use crate::config::ConfigArgs;
@@ -11,7 +12,6 @@ use crate::failure::{CmdResult, Failure};
 use clap::Args;
 use evenkeel::Database;
 use std::io::{ErrorKind, Write};
-use std::ops::Bound;
 use std::path::PathBuf;
 
 /// Bytes of encoded rows gathered before one write to stdout.
@@ -33,8 +33,8 @@ pub struct DumpArgs {
 pub fn run(args: &DumpArgs) -> CmdResult {
     let opts = args.config.options_for(&args.dir)?;
     let dir = args.dir.display();
-    let _lock = dirlock::lock(&args.dir)?;
-    let db = Database::open(&args.dir, opts)
+    let _lock = dirlock::lock_existing(&args.dir)?;
+    let db = Database::open_read_only(&args.dir, opts)
         .map_err(|e| Failure::engine(format!("opening {dir}"), e))?;
     let result = dump_table(&db, &args.table);
     let close = db.close();
@@ -44,8 +44,8 @@ pub fn run(args: &DumpArgs) -> CmdResult {
 
 fn dump_table(db: &Database, name: &str) -> CmdResult {
     let table = db.table(name)?;
-    let mut txn = db.begin();
-    let rows = txn.scan(&table, Bound::Unbounded, Bound::Unbounded, false)?;
+    let txn = db.begin();
+    let rows = table.range(&txn, ..)?;
     let mut stdout = std::io::stdout().lock();
     let mut buf = Vec::with_capacity(WRITE_BUFFER_BYTES + 4096);
     let mut write = |buf: &mut Vec<u8>| -> Result<bool, Failure> {

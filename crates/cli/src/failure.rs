@@ -34,7 +34,9 @@ impl Failure {
     /// already starts with the path (a missing or unreadable database).
     pub fn engine(context: impl fmt::Display, cause: evenkeel::Error) -> Failure {
         match cause {
-            evenkeel::Error::BadDatabase { .. } => Failure::Operation(cause.to_string()),
+            evenkeel::Error::BadDatabase { .. } | evenkeel::Error::NeedsRecovery { .. } => {
+                Failure::Operation(cause.to_string())
+            }
             other => Failure::op(context, other),
         }
     }
@@ -55,3 +57,16 @@ impl From<evenkeel::Error> for Failure {
 }
 
 pub type CmdResult = Result<(), Failure>;
+
+/// Writes `text` to stdout. A closed pipe (`| head`) ends the output quietly: the reader asked
+/// for no more, which is not a failure of the command.
+pub fn print_stdout(text: &str) -> CmdResult {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(Failure::op("writing stdout", e))
+        }
+        _ => Ok(()),
+    }
+}

@@ -45,6 +45,11 @@ pub struct LoadArgs {
     #[arg(long, value_name = "FILE")]
     pub ack_file: Option<PathBuf>,
 
+    /// Input has Windows line ends (CRLF): strip one carriage return before each line feed.
+    /// Without it a line ending in a raw carriage return is refused, naming the line
+    #[arg(long)]
+    pub crlf: bool,
+
     #[command(flatten)]
     pub config: ConfigArgs,
 }
@@ -102,6 +107,20 @@ pub fn run(args: &LoadArgs) -> CmdResult {
     let mut ack = args.ack_file.as_deref().map(AckFile::open).transpose()?;
     let db = Database::open_or_create(&args.dir, opts)
         .map_err(|e| Failure::engine(format!("opening {dir}"), e))?;
+    // The redo log bounds a transaction: a batch it cannot hold fails now, not after a
+    // batch of lines has been read (rows of one byte of key and no value need the least).
+    let (max_rows, option) = db.max_writes_per_transaction(1, 0);
+    if u64::from(args.batch) > max_rows {
+        let log = db.status().log_capacity_bytes;
+        let _ = db.close();
+        return Err(Failure::Usage(format!(
+            "--batch {} is more rows than one transaction can hold with this database's redo \
+             log ({log} bytes of capacity): at most {max_rows} rows of the smallest size, \
+             fewer for larger rows. Lower --batch, or raise {option} (a log's size is fixed \
+             when the database is created)",
+            args.batch
+        )));
+    }
     let table = db
         .create_table_if_missing(&args.table)
         .map_err(|e| Failure::op(format!("opening table `{}` in {dir}", args.table), e))?;
@@ -114,7 +133,10 @@ pub fn run(args: &LoadArgs) -> CmdResult {
         lines: 0,
         commits: 0,
     };
-    let result = load_lines(&db, &table, stdin.lock(), args.batch, &mut ack, &mut tally);
+    let input = stdin.lock();
+    let result = load_lines(
+        &db, &table, input, args.batch, args.crlf, &mut ack, &mut tally,
+    );
     let close = db.close();
     let seconds = started.elapsed().as_secs_f64();
     let rate = tally.lines as f64 / seconds.max(1e-9);
@@ -134,13 +156,15 @@ pub fn run(args: &LoadArgs) -> CmdResult {
     }
 }
 
-/// Reads every line of `input` into `table`, committing every `batch` lines.
+/// Reads every line of `input` into `table`, committing every `batch` lines; with `crlf` one
+/// carriage return before each line end is dropped, without it such a line is refused.
 /// `tally` counts only committed lines; each commit is acknowledged in `ack` when given.
 fn load_lines(
     db: &Database,
     table: &Table,
     input: impl Read,
     batch: u32,
+    crlf: bool,
     ack: &mut Option<AckFile>,
     tally: &mut Tally,
 ) -> Result<(), String> {
@@ -159,6 +183,16 @@ fn load_lines(
         }
         line_no += 1;
         if line.last() == Some(&b'\n') {
+            line.pop();
+        }
+        if line.last() == Some(&b'\r') {
+            if !crlf {
+                return Err(format!(
+                    "line {line_no} ends with a carriage return (\\r): the input has Windows \
+                     (CRLF) line ends; run load with --crlf to drop it, or write a carriage \
+                     return that belongs to the value as \\x0d"
+                ));
+            }
             line.pop();
         }
         decode_row(&line, &mut key, &mut value).map_err(|e| format!("line {line_no}: {e}"))?;

@@ -13,13 +13,17 @@ mod dump;
 mod failure;
 mod knobs;
 mod load;
+mod recover;
 mod salvage;
 mod soak;
 mod status;
 mod torture;
 
 use clap::{Parser, Subcommand};
+use evenkeel_bench::{BenchCommand, SweepCommand};
 use evenkeel_cli::escape;
+use std::io::IsTerminal;
+use std::path::Path;
 use std::process::ExitCode;
 
 const AFTER_HELP: &str = "\
@@ -75,18 +79,31 @@ enum Command {
         overflow chains, the free list, and that every page is used exactly once. Prints per-\
         table rows, depth, leaf/internal/overflow pages and leaf fill, and the free-page \
         count. Each problem is printed with its file, page number and broken rule, and the \
-        command exits 3. Run it when no other process has the database open. A database that \
-        was not shut down cleanly (its process was killed) is first recovered by opening and \
-        closing it with --config/--set, unless --no-recover is given. With --salvage --out \
+        command exits 3. Run it when no other process has the database open. check writes \
+        nothing to the database: one that was not shut down cleanly (its process was killed) \
+        is refused unless --recover (run crash recovery first, as `evenkeel recover` does) or \
+        --no-recover (check the fuzzy file as it lies) is given. With --salvage --out \
         DIR it instead exports every readable row of every table into DIR/<table>.tsv (the \
         load format), skipping pages that fail verification, and reports what it skipped: \
         the way out when a damaged database refuses to open."
     )]
     Check(check::CheckArgs),
 
+    /// Run crash recovery on a database that was not shut down cleanly (the read-only
+    /// commands refuse one)
+    #[command(
+        long_about = "Run crash recovery on a database whose last process was killed \
+        or crashed: restore torn pages from the doublewrite area, redo the log from the last \
+        checkpoint, re-apply committed transactions whose apply was cut, then close cleanly. \
+        dump, status and check write nothing to a database, so they refuse one that needs \
+        this. A cleanly shut down database is left as it is. Damage that recovery cannot \
+        repair exits 3; `evenkeel check --salvage --out DIR` exports what is readable."
+    )]
+    Recover(recover::RecoverArgs),
+
     /// Print sizes and counters, grouped like SHOW ENGINE INNODB STATUS
     #[command(
-        long_about = "Open the database and print its sizes and counters in sections \
+        long_about = "Open the database read-only and print its sizes and counters in sections \
         named as in InnoDB's SHOW ENGINE INNODB STATUS: BUFFER POOL AND MEMORY, FILE, LOG, \
         FLUSH / DOUBLEWRITE, RECOVERY, TABLES, TRANSACTIONS, ROW OPERATIONS. RECOVERY says \
         what this open's crash recovery did (nothing after a clean shutdown). Counters cover this command's own open of the database. \
@@ -150,22 +167,57 @@ enum Command {
     Soak(soak::SoakArgs),
 }
 
+/// The directories a command's arguments name (database, data and results directories).
+fn dir_args(c: &Command) -> Vec<&Path> {
+    fn bench_dirs(c: &evenkeel_bench::CommonArgs) -> Vec<&Path> {
+        c.dir.iter().chain(&c.out).map(|p| p.as_path()).collect()
+    }
+    match c {
+        Command::Load(a) => vec![a.dir.as_path()],
+        Command::Dump(a) => vec![a.dir.as_path()],
+        Command::Status(a) => vec![a.dir.as_path()],
+        Command::Recover(a) => vec![a.dir.as_path()],
+        Command::Check(a) => std::iter::once(a.dir.as_path())
+            .chain(a.out.as_deref())
+            .collect(),
+        Command::Bench(BenchCommand::Tpcc(a))
+        | Command::Sweep(SweepCommand::Tpcc { args: a, .. }) => bench_dirs(&a.common),
+        Command::Bench(BenchCommand::Insert(a))
+        | Command::Sweep(SweepCommand::Insert { args: a, .. }) => bench_dirs(&a.common),
+        Command::Bench(BenchCommand::Kv(a)) => a.dir.iter().map(|p| p.as_path()).collect(),
+        Command::Torture(a) => a.dir.iter().map(|p| p.as_path()).collect(),
+        Command::Soak(a) => a.dir.iter().chain(&a.out).map(|p| p.as_path()).collect(),
+        Command::Options(_) | Command::TortureChild(_) => Vec::new(),
+    }
+}
+
 fn main() -> ExitCode {
     // What the engine's background threads report (a page cleaner that stops on an I/O error,
     // recovery's summary) goes to stderr: warnings and errors by default, more with RUST_LOG.
+    // Colours only on a terminal (and not with NO_COLOR set), so logs and pipes get plain text.
+    let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        .with_ansi(colour)
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .init();
     let cli = Cli::parse();
+    if let Err(f) = dir_args(&cli.command)
+        .into_iter()
+        .try_for_each(dirlock::require_dir)
+    {
+        eprintln!("evenkeel: error: {f}");
+        return ExitCode::from(f.exit_code());
+    }
     let result = match &cli.command {
         Command::Load(a) => load::run(a),
         Command::Dump(a) => dump::run(a),
         Command::Check(a) => check::run(a),
         Command::Status(a) => status::run(a),
+        Command::Recover(a) => recover::run(a),
         Command::Options(a) => knobs::run(a),
         Command::Bench(c) => bench::run_bench(c),
         Command::Sweep(c) => bench::run_sweep(c),

@@ -15,10 +15,12 @@
 //!   with the higher LSN; a value whose overflow chain is broken is skipped and counted;
 //! - reports the pages it could not read, as ranges, with the first reasons.
 //!
-//! It reads the data file as it lies: when the database was not shut down cleanly, the
-//! `check` command first runs crash recovery (as for a normal check) and, if recovery refuses
-//! because of the damage, warns and salvages the unrecovered file: changes that were only in
-//! the redo log are then missing. It writes nothing to the database directory. Rows of a table
+//! - counts the pages the file header says the file holds but the file lacks (cut short) as
+//!   unreadable, so a truncated file never reports nothing lost.
+//!
+//! It reads the data file as it lies and writes nothing to the database directory: when the
+//! database was not shut down cleanly, changes that were only in the redo log are missing
+//! unless `check --salvage --recover` ran crash recovery first (which writes). Rows of a table
 //! are gathered in memory before they are written in key order.
 
 use crate::escape::encode_row;
@@ -71,6 +73,20 @@ pub struct Salvaged {
     pub pages: u32,
     pub pages_from_doublewrite: u32,
     pub bad_pages: Vec<(u32, String)>,
+    /// Pages the file header counts that the file does not hold whole (it was cut short):
+    /// the first and the last, and why.
+    pub missing: Option<(u32, u32, String)>,
+}
+
+impl Salvaged {
+    /// Pages that could not be read: damaged ones and missing ones.
+    pub fn unreadable(&self) -> u64 {
+        self.bad_pages.len() as u64
+            + self
+                .missing
+                .as_ref()
+                .map_or(0, |(a, b, _)| u64::from(b - a) + 1)
+    }
 }
 
 pub struct TableOut {
@@ -213,6 +229,21 @@ pub fn salvage(dir: &Path, out: &Path) -> Result<Salvaged, Failure> {
         ps,
         source,
     };
+    // the header (when it reads) counts the pages the file should hold
+    let missing = pages.read(0).and_then(|h| {
+        let count = evenkeel::space::Header::decode(&h).page_count;
+        (count > n).then(|| {
+            (
+                n,
+                count - 1,
+                format!(
+                    "missing: the file is {len} bytes, {} whole pages of {ps} bytes, but its \
+                     header counts {count} pages; the file was cut short",
+                    n
+                ),
+            )
+        })
+    });
 
     // catalog entries and each table's leaves, from every usable page
     let mut names: HashMap<u32, String> = HashMap::new();
@@ -306,6 +337,7 @@ pub fn salvage(dir: &Path, out: &Path) -> Result<Salvaged, Failure> {
         pages: n,
         pages_from_doublewrite: from_dwb,
         bad_pages,
+        missing,
     })
 }
 
@@ -356,7 +388,7 @@ pub fn run(dir: &Path, out: &Path) -> CmdResult {
         "salvage of {}: {} pages, {} unreadable, {} taken from the doublewrite area",
         data.display(),
         s.pages,
-        s.bad_pages.len(),
+        s.unreadable(),
         s.pages_from_doublewrite
     );
     let width = s
@@ -392,6 +424,15 @@ pub fn run(dir: &Path, out: &Path) -> CmdResult {
             println!("  ... and {} more", s.bad_pages.len() - MAX_LISTED);
         }
     }
+    if let Some((first, last, why)) = &s.missing {
+        let span = if first == last {
+            first.to_string()
+        } else {
+            format!("{first}-{last}")
+        };
+        println!("unreadable pages (missing from the file): {span}");
+        println!("  {}: pages {first}-{last}: {why}", data.display());
+    }
     println!(
         "exported {rows} rows of {} tables to {}; rebuild with: evenkeel load NEWDIR --table T \
          < {}/T.tsv",
@@ -399,14 +440,14 @@ pub fn run(dir: &Path, out: &Path) -> CmdResult {
         out.display(),
         out.display()
     );
-    if s.bad_pages.is_empty() && skipped == 0 {
+    if s.unreadable() == 0 && skipped == 0 {
         Ok(())
     } else {
         Err(Failure::Damaged(format!(
             "salvage of {}: {} unreadable pages, {skipped} rows skipped (broken overflow \
-             chains); rows on unreadable leaf pages are lost",
+             chains); rows on unreadable or missing leaf pages are lost",
             dir.display(),
-            s.bad_pages.len()
+            s.unreadable()
         )))
     }
 }

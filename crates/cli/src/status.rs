@@ -1,15 +1,17 @@
 //! status: `evenkeel status DIR`, sizes and counters of a database, grouped like the sections
 //! of InnoDB's SHOW ENGINE INNODB STATUS so a MySQL reader finds things where they expect.
 //!
-//! The counters are those of the process running this command: it opens the database, reads
-//! the header, and reports; the engine keeps no counters across opens. Sizes (file, pages,
+//! The counters are those of the process running this command: it opens the database
+//! read-only (nothing is written to it; a database that needs crash recovery is refused with
+//! the command that runs it), reads the header, and reports; the engine keeps no counters
+//! across opens. Sizes (file, pages,
 //! free list, tables) and the LSNs describe the database itself; RECOVERY is what this
-//! command's open had to redo (nothing after a clean shutdown). `--json` prints the engine's
+//! command's open had to redo: nothing, since it opens only cleanly shut down databases. `--json` prints the engine's
 //! whole `Status`.
 
 use crate::config::ConfigArgs;
 use crate::dirlock;
-use crate::failure::{CmdResult, Failure};
+use crate::failure::{print_stdout, CmdResult, Failure};
 use clap::Args;
 use evenkeel::{Database, Status};
 use std::fmt::Write as _;
@@ -31,8 +33,8 @@ pub struct StatusArgs {
 pub fn run(args: &StatusArgs) -> CmdResult {
     let opts = args.config.options_for(&args.dir)?;
     let dir = args.dir.display();
-    let _lock = dirlock::lock(&args.dir)?;
-    let db = Database::open(&args.dir, opts)
+    let _lock = dirlock::lock_existing(&args.dir)?;
+    let db = Database::open_read_only(&args.dir, opts)
         .map_err(|e| Failure::engine(format!("opening {dir}"), e))?;
     let tables = db.tables().map_err(|e| Failure::op("listing tables", e))?;
     let status = db.status();
@@ -42,11 +44,10 @@ pub fn run(args: &StatusArgs) -> CmdResult {
     if args.json {
         let text = serde_json::to_string_pretty(&status)
             .map_err(|e| Failure::op("encoding the status as JSON", e))?;
-        println!("{text}");
+        print_stdout(&format!("{text}\n"))
     } else {
-        print!("{}", render(&status, &tables, doublewrite));
+        print_stdout(&render(&status, &tables, doublewrite))
     }
-    Ok(())
 }
 
 fn section(out: &mut String, title: &str) {

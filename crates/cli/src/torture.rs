@@ -23,6 +23,7 @@ mod insert;
 mod kv;
 mod report;
 mod tpcc;
+mod workload;
 
 pub use child::{run as run_child, ChildArgs};
 

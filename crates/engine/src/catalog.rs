@@ -123,7 +123,7 @@ impl Catalog {
             return Err(Error::TableExists(name.to_string()));
         }
         let (id, root) = {
-            let mut mtr = Mtr::new(cx.pool, cx.dur);
+            let mut mtr = Mtr::new(cx.pool, cx.space);
             let hs = mtr.write(HEADER_PAGE)?;
             let h = Header::decode(mtr.peek(hs));
             let id = h.next_table_id;

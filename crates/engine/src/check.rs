@@ -2,7 +2,8 @@
 //! B+tree invariant, the free list, and that each page is used exactly once.
 //!
 //! Rules checked (each failure names the file, the page and the rule):
-//! - C1 every page 0..page_count passes `page::verify` (checksum, LSN copy, page number).
+//! - C1 every page 0..page_count passes `page::verify` (checksum, LSN copy, page number), and
+//!   the file is a whole number of pages, at least page_count of them.
 //! - C2 tree pages have the owner and level their parent implies; internal pages have children.
 //! - C3 keys inside a page are strictly ascending, and lie within the bounds set by the parent
 //!   separators: for child i, [key_i, key_{i+1}).
@@ -134,6 +135,13 @@ pub fn check_file_with_log(
     }
     file.read_at(&mut first, 0)?;
     let ps = space::probe_page_size(&first).map_err(|r| Error::corrupt(file.name(), 0, r))?;
+    if len < ps as u64 {
+        return Err(Error::corrupt(
+            file.name(),
+            0,
+            space::truncated_header_page(len, ps),
+        ));
+    }
     let mut p0 = vec![0u8; ps];
     file.read_at(&mut p0, 0)?;
     page::verify(&p0, PageId(0)).map_err(|f| Error::corrupt(file.name(), 0, f.to_string()))?;
@@ -153,13 +161,11 @@ pub fn check_file_with_log(
             ..Default::default()
         },
     };
-    if (h.page_count as u64) * ps as u64 > len {
+    // C1 also covers the file's length: the rule open applies after a clean shutdown
+    if let Err(reason) = space::check_file_length(len, ps, &h) {
         c.problem(
-            0,
-            format!(
-                "C1 header says {} pages but the file holds {} bytes",
-                h.page_count, len
-            ),
+            (len / ps as u64).min(u64::from(u32::MAX)) as u32,
+            format!("C1 {reason}"),
         );
     }
     // C1: read and verify every page the file holds (pages past its end were reported above)

@@ -5,19 +5,21 @@
 //! records a clean shutdown in the file header. Until the durable write path lands, a process
 //! that dies without closing loses what was not yet written back.
 
-use crate::btree::{Ctx, Tree, TreeCounters};
+use crate::btree::{Ctx, TreeCounters};
 use crate::buffer::{BufferPool, DirectSink, PageSink, PoolConfig, PoolStatus};
 use crate::catalog::Catalog;
 use crate::dwb::{Doublewrite, DWB_FILE_NAME};
 use crate::error::{Error, Result};
-use crate::flush::{self, cleaner, Durability};
+use crate::flush::Durability;
 use crate::io::{File, FileKind, FileStorage, IoStats, Storage};
+use crate::locks::{LockLimits, LockTable};
 use crate::mtr::Mtr;
 use crate::options::Options;
 use crate::page::{self, node};
 use crate::recovery::{self, RecoveryReport};
+pub use crate::shared::Table;
+use crate::shared::{sharp_checkpoint, DbCounters, DbInner, NEXT_DB_ID};
 use crate::space::{self, Header, HEADER_PAGE};
-use crate::txn::locks::{LockLimits, LockTable};
 use crate::txn::transaction::Transaction;
 use crate::types::PageId;
 use crate::wal::{self, FlushAtCommit, Log, LogConfig};
@@ -34,126 +36,27 @@ pub struct Database {
     pub(crate) inner: Arc<DbInner>,
 }
 
-/// A table handle, valid until the table is dropped.
-#[derive(Clone)]
-pub struct Table {
-    pub(crate) tree: Arc<Tree>,
-    pub(crate) name: Arc<str>,
-}
-
 impl Table {
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-    pub fn id(&self) -> u32 {
-        self.tree.id
-    }
-    pub(crate) fn check_live(&self) -> Result<()> {
-        if self.tree.dropped.load(Ordering::Acquire) {
-            return Err(Error::TableNotFound(self.name.to_string()));
-        }
-        Ok(())
+    /// Rows of this table with keys in `range`, as `txn` sees them (see
+    /// [`Transaction::range`]): `t.range(&txn, "a".."m")`, `t.range(&txn, ..)?.rev()`.
+    pub fn range<R: crate::txn::transaction::KeyRange>(
+        &self,
+        txn: &Transaction,
+        range: R,
+    ) -> Result<crate::txn::transaction::Scan> {
+        txn.range(self, range)
     }
 }
 
-impl std::fmt::Debug for Table {
+impl std::fmt::Debug for Database {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Table({} #{})", self.name, self.tree.id)
-    }
-}
-
-/// Counters kept by the API layer.
-#[derive(Default)]
-pub(crate) struct DbCounters {
-    pub commits: AtomicU64,
-    pub rollbacks: AtomicU64,
-    pub rows_written: AtomicU64,
-    pub rows_deleted: AtomicU64,
-}
-
-pub(crate) struct DbInner {
-    pub(crate) location: String,
-    pub(crate) storage: Arc<dyn Storage>,
-    pub(crate) pool: Arc<BufferPool>,
-    pub(crate) dur: Arc<Durability>,
-    pub(crate) locks: LockTable,
-    pub(crate) next_txn: AtomicU64,
-    pub(crate) recovery: RecoveryReport,
-    cleaner: Mutex<Option<std::thread::JoinHandle<()>>>,
-    lru_cleaner: Mutex<Option<std::thread::JoinHandle<()>>>,
-    readers: Mutex<Vec<std::thread::JoinHandle<()>>>,
-    pub(crate) catalog: Catalog,
-    pub(crate) opts: Options,
-    pub(crate) tree_counters: Arc<TreeCounters>,
-    pub(crate) counters: DbCounters,
-    closed: AtomicBool,
-    close_lock: Mutex<()>,
-    /// Exclusive lock on the data file while open (released when dropped).
-    _dir_lock: Option<std::fs::File>,
-}
-
-impl DbInner {
-    pub(crate) fn ctx(&self) -> Ctx<'_> {
-        Ctx {
-            pool: &self.pool,
-            dur: &self.dur,
-        }
-    }
-
-    pub(crate) fn check_open(&self) -> Result<()> {
-        if self.closed.load(Ordering::Acquire) {
-            return Err(Error::Poisoned(format!("{} is closed", self.location)));
-        }
-        self.dur.check_poison()
-    }
-
-    fn shutdown(&self) -> Result<()> {
-        let _g = self.close_lock.lock();
-        if self.closed.swap(true, Ordering::AcqRel) {
-            return Ok(());
-        }
-        self.dur.stop();
-        if let Some(h) = self.cleaner.lock().take() {
-            let _ = h.join();
-        }
-        if let Some(h) = self.lru_cleaner.lock().take() {
-            let _ = h.join();
-        }
-        self.pool.set_read_ahead_queue(None);
-        for h in self.readers.lock().drain(..) {
-            let _ = h.join();
-        }
-        // During a panic (an engine invariant failed, perhaps mid-write-back with frames left
-        // busy) the pool's state is not to be trusted: flushing it could write bad pages or
-        // wait forever on a frame nobody will release. Recovery redoes from the log instead.
-        if self.dur.check_poison().is_err() || std::thread::panicking() {
-            // nothing more may reach the data file; recovery will redo from the log
-            return self.dur.log.close();
-        }
-        sharp_checkpoint(&self.dur, true)?;
-        self.dur.log.close()
-    }
-}
-
-/// Writes every dirty page and a checkpoint at the log end (and the clean-shutdown flag).
-fn sharp_checkpoint(dur: &Durability, clean: bool) -> Result<()> {
-    {
-        let mut mtr = Mtr::new(&dur.pool, dur);
-        let hs = mtr.write(HEADER_PAGE)?;
-        let lsn = dur.log.current_lsn();
-        space::set_shutdown(mtr.pg(hs), lsn, clean);
-        mtr.commit()?;
-    }
-    dur.pool.flush_all().inspect_err(|e| dur.poison(e))?;
-    dur.checkpoint()?;
-    Ok(())
-}
-
-impl Drop for DbInner {
-    fn drop(&mut self) {
-        if let Err(e) = self.shutdown() {
-            tracing::error!("closing {} failed: {e}", self.location);
-        }
+        let i = &self.inner;
+        f.debug_struct("Database")
+            .field("location", &i.location)
+            .field("page_size", &i.pool.page_size())
+            .field("read_only", &i.read_only)
+            .field("closed", &i.closed.load(Ordering::Acquire))
+            .finish()
     }
 }
 
@@ -170,7 +73,7 @@ pub struct Status {
     pub checkpoint_age_pct: f64,
     pub log_capacity_bytes: u64,
     pub log: wal::LogStats,
-    pub flush_policy: String,
+    pub flush_policy: crate::options::FlushPolicy,
     pub pages_flushed_background: u64,
     pub pages_flushed_lru: u64,
     pub pages_flushed_sync: u64,
@@ -194,7 +97,7 @@ pub struct Status {
     pub log_full_waits: u64,
     pub checkpoints: u64,
     pub recovery: RecoveryReport,
-    pub locks: crate::txn::locks::LockStats,
+    pub locks: crate::locks::LockStats,
     pub page_overhead_bytes: usize,
     pub buffer_pool_size: u64,
     pub buffer_pool_instances: usize,
@@ -293,6 +196,12 @@ impl Database {
     /// Creates a new database in `dir` (created if missing). Fails if one exists there.
     pub fn create(dir: impl AsRef<Path>, opts: Options) -> Result<Database> {
         let dir = dir.as_ref();
+        if dir.exists() && !dir.is_dir() {
+            return Err(Error::BadDatabase {
+                path: dir.to_path_buf(),
+                reason: "is a file, not a directory: a database is a directory".into(),
+            });
+        }
         let storage = Arc::new(FileStorage::new(dir, opts.flush_method)?);
         if storage.exists(DATA_FILE) {
             return Err(Error::BadDatabase {
@@ -308,30 +217,37 @@ impl Database {
     /// from writing the same database: two writers would corrupt it silently.
     fn with_dir_lock(self, dir: &Path) -> Result<Database> {
         let lock = lock_data_file(dir, true)?;
-        match Arc::try_unwrap(self.inner) {
-            Ok(mut inner) => {
-                inner._dir_lock = Some(lock);
-                Ok(Database {
-                    inner: Arc::new(inner),
-                })
-            }
-            Err(_) => unreachable!("a database just opened has one handle"),
-        }
+        *self.inner.dir_lock.lock() = Some(lock);
+        Ok(self)
     }
 
-    /// Opens the database in `dir`.
+    /// Opens the database in `dir`, running crash recovery first when its last run did not
+    /// shut down cleanly.
     pub fn open(dir: impl AsRef<Path>, opts: Options) -> Result<Database> {
         let dir = dir.as_ref();
-        if !dir.join(DATA_FILE).exists() {
-            return Err(Error::BadDatabase {
-                path: dir.to_path_buf(),
-                reason: format!("no database here ({DATA_FILE} is missing)"),
-            });
-        }
+        require_database(dir)?;
         // Lock first: opening writes the header, which must not race another writer.
         let lock = lock_data_file(dir, true)?;
         let storage = Arc::new(FileStorage::new(dir, opts.flush_method)?);
-        Self::open_locked(storage, opts, Some(lock))
+        Self::open_locked(storage, opts, Some(lock), false)
+    }
+
+    /// Opens the database in `dir` for reading only: nothing is written to any of its files,
+    /// now or at close (the files are reached through [`crate::io::ReadOnlyStorage`]), and
+    /// other read-only opens may run beside it. Transactions may read; a write, a commit of
+    /// writes, creating or dropping a table fail with [`Error::ReadOnly`]. A database that
+    /// was not shut down cleanly is refused with [`Error::NeedsRecovery`] (recovery writes),
+    /// and a data file whose size does not match its header with [`Error::BadDatabase`].
+    pub fn open_read_only(dir: impl AsRef<Path>, opts: Options) -> Result<Database> {
+        let dir = dir.as_ref();
+        require_database(dir)?;
+        let lock = lock_data_file(dir, false)?;
+        // No directory is created: FileStorage::new would, so the directory is checked above.
+        let storage = Arc::new(crate::io::ReadOnlyStorage::new(Arc::new(FileStorage::new(
+            dir,
+            opts.flush_method,
+        )?)));
+        Self::open_locked(storage, opts, Some(lock), true)
     }
 
     /// Opens the database in `dir`, creating it when there is none.
@@ -379,7 +295,7 @@ impl Database {
         )?);
         let dur = Durability::new(log.clone(), pool, opts.clone());
         {
-            let mut mtr = Mtr::new(&dur.pool, &dur);
+            let mut mtr = Mtr::new(&dur.pool, &dur.space);
             let hs = mtr.create(HEADER_PAGE)?;
             let cs = mtr.create(PageId(1))?;
             space::format_header(mtr.pg(hs), ps, PageId(1));
@@ -401,13 +317,20 @@ impl Database {
 
     /// Opens a database on any storage, running crash recovery first.
     pub fn open_in(storage: Arc<dyn Storage>, opts: Options) -> Result<Database> {
-        Self::open_locked(storage, opts, None)
+        Self::open_locked(storage, opts, None, false)
+    }
+
+    /// Opens a database on any storage for reading only (see [`Database::open_read_only`]).
+    pub fn open_in_read_only(storage: Arc<dyn Storage>, opts: Options) -> Result<Database> {
+        let storage: Arc<dyn Storage> = Arc::new(crate::io::ReadOnlyStorage::new(storage));
+        Self::open_locked(storage, opts, None, true)
     }
 
     fn open_locked(
         storage: Arc<dyn Storage>,
         mut opts: Options,
         dir_lock: Option<std::fs::File>,
+        read_only: bool,
     ) -> Result<Database> {
         let started = std::time::Instant::now();
         let location = storage.describe();
@@ -430,7 +353,9 @@ impl Database {
         let len = file.len()?;
         if len < page::MIN_PAGE_SIZE as u64 {
             return Err(bad(format!(
-                "file is truncated: {len} bytes, less than one page"
+                "the file is {len} bytes, shorter than the smallest page ({} bytes): it was \
+                 truncated, or is not an evenkeel data file",
+                page::MIN_PAGE_SIZE
             )));
         }
         let mut first = vec![0u8; page::MIN_PAGE_SIZE];
@@ -440,10 +365,14 @@ impl Database {
         let (ps, header_fault) = match space::probe_page_size(&first) {
             Ok(ps) => (ps, None),
             Err(reason) => match crate::dwb::stored_page_size(storage.as_ref()) {
-                Some(ps) => (ps, Some(reason)),
-                None => return Err(bad(format!("file header (page 0): {reason}"))),
+                Some(ps) if !read_only => (ps, Some(reason)),
+                _ => return Err(bad(format!("file header (page 0): {reason}"))),
             },
         };
+        if len < ps as u64 {
+            // No crash cuts the header page: it is written before the file is made durable.
+            return Err(bad(space::truncated_header_page(len, ps)));
+        }
         // The file's page size wins over the option (which only applies at create time), and so
         // does the log's recorded geometry.
         opts.page_size = ps;
@@ -456,26 +385,44 @@ impl Database {
         // After a clean shutdown the file must be whole; after a crash a torn extension write
         // may leave a partial last page, which doublewrite and redo repair.
         let mut p0 = vec![0u8; ps];
-        let clean = len >= ps as u64
-            && file.read_at(&mut p0, 0).is_ok()
-            && page::verify(&p0, HEADER_PAGE).is_ok()
-            && Header::decode(&p0).clean;
-        if clean && len % ps as u64 != 0 {
-            return Err(bad(format!(
-                "file length {len} is not a multiple of its page size {ps}: truncated or not \
-                 written with this page size"
-            )));
+        let header_ok = file.read_at(&mut p0, 0).is_ok() && page::verify(&p0, HEADER_PAGE).is_ok();
+        let clean = header_ok && Header::decode(&p0).clean;
+        if clean || read_only {
+            if !header_ok {
+                return Err(bad(
+                    "file header (page 0) fails verification; `evenkeel check` names the fault \
+                     and `evenkeel check --salvage --out DIR` exports every readable row"
+                        .into(),
+                ));
+            }
+            if let Err(reason) = space::check_file_length(len, ps, &Header::decode(&p0)) {
+                return Err(bad(reason));
+            }
         }
-        if clean && len < Header::decode(&p0).page_count as u64 * ps as u64 {
-            return Err(bad(format!(
-                "file is truncated: header says {} pages, file has {len} bytes",
-                Header::decode(&p0).page_count
-            )));
+        if read_only && !clean {
+            return Err(Error::NeedsRecovery {
+                path: PathBuf::from(&location).join(DATA_FILE),
+                dir: location.clone(),
+            });
         }
-        let (log, recovered) = Log::open(storage.clone(), log_config(&opts))?;
+        let mut log_cfg = log_config(&opts);
+        log_cfg.read_only = read_only;
+        let (log, recovered) = Log::open(storage.clone(), log_cfg)?;
+        if read_only && !recovered.groups.is_empty() {
+            // the header says clean, yet the log holds changes past its checkpoint
+            return Err(Error::NeedsRecovery {
+                path: PathBuf::from(&location).join(DATA_FILE),
+                dir: location.clone(),
+            });
+        }
         let log = Arc::new(log);
         let mut report = RecoveryReport::default();
-        let dwb = open_doublewrite(&storage, &opts, ps)?;
+        // A clean shutdown left no torn page to repair, and opening the area may write it.
+        let dwb = if read_only {
+            None
+        } else {
+            open_doublewrite(&storage, &opts, ps)?
+        };
         if let Some(d) = &dwb {
             // IMPORTANT: torn pages are restored before redo reads them.
             let r = d.recover(file.as_ref())?;
@@ -520,7 +467,7 @@ impl Database {
         let pending = recovery::redo(&pool, &recovered, &mut report)?;
         let (recovered_end, recovered_stop) = (recovered.end_lsn, recovered.stop.clone());
         drop(recovered);
-        let dur = Arc::new(Durability::new(log.clone(), pool.clone(), opts.clone()));
+        let dur = Durability::new(log.clone(), pool.clone(), opts.clone());
         let header = {
             let g = pool.read(HEADER_PAGE)?;
             // The header page changes with every allocation and every shutdown, so it is the
@@ -540,12 +487,14 @@ impl Database {
         let catalog = {
             let cx = Ctx {
                 pool: &pool,
-                dur: &dur,
+                space: &dur.space,
             };
             Catalog::load(&cx, header.catalog_root, tree_counters.clone())?
         };
         let inner = DbInner {
+            id: NEXT_DB_ID.fetch_add(1, Ordering::Relaxed),
             location,
+            read_only,
             storage,
             pool,
             dur,
@@ -563,63 +512,28 @@ impl Database {
             counters: DbCounters::default(),
             closed: AtomicBool::new(false),
             close_lock: Mutex::new(()),
-            _dir_lock: dir_lock,
+            dir_lock: Mutex::new(dir_lock),
         };
-        report.transactions_reapplied = crate::txn::transaction::reapply(&inner, pending)?;
-        // A sharp checkpoint ends recovery: the next crash starts from here.
-        sharp_checkpoint(&inner.dur, false)?;
+        if !read_only {
+            report.transactions_reapplied = crate::txn::transaction::reapply(&inner, pending)?;
+            // A sharp checkpoint ends recovery: the next crash starts from here.
+            sharp_checkpoint(&inner.dur, false)?;
+        }
         report.seconds = started.elapsed().as_secs_f64();
         if report.groups > 0 {
             tracing::info!("{}: recovery: {report:?}", inner.location);
         }
         let mut inner = inner;
         inner.recovery = report;
-        log.start_background()?;
-        let dur = inner.dur.clone();
-        let handle = std::thread::Builder::new()
-            .name("evenkeel-flusher".into())
-            .spawn(move || cleaner::run(dur))
-            .map_err(|e| Error::io("flusher thread", "spawn", e))?;
-        *inner.cleaner.lock() = Some(handle);
-        let dur = inner.dur.clone();
-        let handle = std::thread::Builder::new()
-            .name("evenkeel-lru".into())
-            .spawn(move || flush::lru::run(dur))
-            .map_err(|e| Error::io("LRU cleaner thread", "spawn", e))?;
-        *inner.lru_cleaner.lock() = Some(handle);
-        // a reader that finds no free frame wakes the LRU cleaner (weak: the pool must not
-        // keep the durability state, which owns the pool, alive)
-        let weak = Arc::downgrade(&inner.dur);
-        inner.pool.set_free_frame_waker(Box::new(move || {
-            if let Some(d) = weak.upgrade() {
-                d.wake_lru();
-            }
-        }));
-        // read-ahead threads: requests are hints, so a bounded queue drops them when full
-        let (tx, rx) = crossbeam::channel::bounded::<PageId>(1024);
-        for i in 0..inner.opts.read_io_threads {
-            let (pool, rx) = (inner.pool.clone(), rx.clone());
-            let h = std::thread::Builder::new()
-                .name(format!("evenkeel-read-{i}"))
-                .spawn(move || {
-                    while let Ok(pid) = rx.recv() {
-                        // a failed read-ahead is not an error: the page is read when needed
-                        let _ = pool.prefetch(pid);
-                    }
-                })
-                .map_err(|e| Error::io("read-ahead thread", "spawn", e))?;
-            inner.readers.lock().push(h);
+        if !read_only {
+            log.start_background()?;
+            inner.start_cleaners()?;
         }
-        inner.pool.set_read_ahead_queue(Some(tx));
-        inner.pool.set_read_ahead(
-            inner.opts.read_ahead as u8,
-            inner.opts.read_ahead_threshold as u32,
-        );
+        inner.start_read_ahead()?;
         Ok(Database {
             inner: Arc::new(inner),
         })
     }
-
     pub fn options(&self) -> &Options {
         &self.inner.opts
     }
@@ -634,13 +548,10 @@ impl Database {
     }
 
     pub fn create_table(&self, name: &str) -> Result<Table> {
-        self.inner.check_open()?;
+        self.inner.check_writable("creating a table")?;
         let tree = self.inner.catalog.create(&self.inner.ctx(), name)?;
         self.make_durable()?;
-        Ok(Table {
-            tree,
-            name: Arc::from(name),
-        })
+        Ok(self.inner.table_handle(tree, name))
     }
 
     /// The table named `name`, creating it if missing.
@@ -657,17 +568,14 @@ impl Database {
     pub fn table(&self, name: &str) -> Result<Table> {
         self.inner.check_open()?;
         match self.inner.catalog.get(name) {
-            Some(tree) => Ok(Table {
-                tree,
-                name: Arc::from(name),
-            }),
+            Some(tree) => Ok(self.inner.table_handle(tree, name)),
             None => Err(Error::TableNotFound(name.to_string())),
         }
     }
 
     /// Drops a table and frees its pages for reuse.
     pub fn drop_table(&self, name: &str) -> Result<()> {
-        self.inner.check_open()?;
+        self.inner.check_writable("dropping a table")?;
         self.inner.catalog.drop_table(&self.inner.ctx(), name)?;
         self.make_durable()
     }
@@ -682,6 +590,29 @@ impl Database {
     pub fn tables(&self) -> Result<Vec<String>> {
         self.inner.check_open()?;
         Ok(self.inner.catalog.names())
+    }
+
+    /// The most writes one transaction can commit when each writes `key_len + value_len`
+    /// bytes (the redo log's size bounds a transaction), and the option to raise for more
+    /// (`log_file_size` or `log_buffer_size`).
+    pub fn max_writes_per_transaction(
+        &self,
+        key_len: usize,
+        value_len: usize,
+    ) -> (u64, &'static str) {
+        let log = &self.inner.dur.log;
+        crate::txn::transaction::max_writes_per_transaction(
+            log.capacity(),
+            log.max_payload(),
+            self.page_size(),
+            key_len,
+            value_len,
+        )
+    }
+
+    /// Whether this handle was opened with [`Database::open_read_only`].
+    pub fn is_read_only(&self) -> bool {
+        self.inner.read_only
     }
 
     pub fn begin(&self) -> Transaction {
@@ -707,11 +638,7 @@ impl Database {
             checkpoint_age_pct: 100.0 * lsn.saturating_sub(cp) as f64 / log.capacity() as f64,
             log_capacity_bytes: log.capacity(),
             log: log.stats(),
-            flush_policy: crate::flush::policy::POLICY_NAMES
-                .get(i.dur.knobs.read().adaptive_flushing)
-                .copied()
-                .unwrap_or("?")
-                .to_string(),
+            flush_policy: i.dur.knobs.read().adaptive_flushing,
             pages_flushed_background: ld(&fc.pages_flushed_background),
             pages_flushed_lru: ld(&fc.pages_flushed_lru),
             pages_flushed_sync: ld(&fc.pages_flushed_sync),
@@ -728,8 +655,8 @@ impl Database {
             sync_flush_wait_us: ld(&fc.sync_flush_wait_us),
             log_space_waits: ld(&fc.log_space_waits),
             log_space_wait_us: ld(&fc.log_space_wait_us),
-            log_full_waits: ld(&fc.log_full_waits),
-            checkpoints: ld(&fc.checkpoints),
+            log_full_waits: ld(&i.dur.space.log_full_waits),
+            checkpoints: ld(&i.dur.space.checkpoints),
             recovery: i.recovery.clone(),
             locks: i.locks.stats(),
             page_overhead_bytes: page::PAGE_OVERHEAD,
@@ -757,6 +684,9 @@ impl Database {
     /// checkpoint). Returns the pages written.
     pub fn flush(&self) -> Result<usize> {
         self.inner.check_open()?;
+        if self.inner.read_only {
+            return Ok(0); // nothing can be dirty, and a checkpoint would write
+        }
         let n = self
             .inner
             .pool
@@ -850,15 +780,30 @@ fn lock_data_file(dir: &Path, exclusive: bool) -> Result<std::fs::File> {
     }
 }
 
-/// Checks the database in a directory without opening it for writing.
-pub fn check_dir(dir: impl AsRef<Path>) -> Result<crate::check::CheckReport> {
-    let dir = dir.as_ref();
-    if !dir.join(DATA_FILE).exists() {
+/// The data file of the database in `dir`, or an error saying what `dir` is instead.
+pub fn require_database(dir: &Path) -> Result<PathBuf> {
+    if dir.exists() && !dir.is_dir() {
+        return Err(Error::BadDatabase {
+            path: dir.to_path_buf(),
+            reason: "is a file, not a directory: a database is a directory holding \
+                     evenkeel.data"
+                .into(),
+        });
+    }
+    let path = dir.join(DATA_FILE);
+    if !path.is_file() {
         return Err(Error::BadDatabase {
             path: dir.to_path_buf(),
             reason: format!("no database here ({DATA_FILE} is missing)"),
         });
     }
+    Ok(path)
+}
+
+/// Checks the database in a directory without opening it for writing.
+pub fn check_dir(dir: impl AsRef<Path>) -> Result<crate::check::CheckReport> {
+    let dir = dir.as_ref();
+    require_database(dir)?;
     let _lock = lock_data_file(dir, false)?;
     let storage = FileStorage::new(dir, crate::io::FlushMethod::Fsync)?;
     let file: Arc<dyn File> = storage.open(DATA_FILE, FileKind::Data, false)?;

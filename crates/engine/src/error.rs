@@ -9,7 +9,10 @@ use std::time::Duration;
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-#[derive(Debug, thiserror::Error)]
+/// Each variant displays as a sentence that names the thing and the limit or the way on;
+/// `Debug` prints the variant's name and that sentence, so `fn main() -> Result<(), Error>`
+/// shows the sentence too.
+#[derive(thiserror::Error)]
 pub enum Error {
     #[error("{op} of {file} failed: {source}")]
     Io {
@@ -34,8 +37,13 @@ pub enum Error {
     },
     #[error("{path}: {reason}")]
     BadDatabase { path: PathBuf, reason: String },
-    #[error("unknown option `{name}`; known options: {known}")]
-    UnknownOption { name: String, known: String },
+    #[error("unknown option `{name}`{hint}; known options: {known}")]
+    UnknownOption {
+        name: String,
+        /// " (did you mean `x`?)" when a known name is close, else empty.
+        hint: String,
+        known: String,
+    },
     #[error("option `{name}` = `{value}` is invalid: {expected}")]
     InvalidOption {
         name: String,
@@ -104,8 +112,39 @@ pub enum Error {
     LogGroupTooLarge { len: usize, max: usize },
     #[error("the redo log is closed")]
     LogClosed,
-    #[error("transaction is no longer usable: {0}")]
-    TransactionClosed(&'static str),
+    #[error(
+        "txn {txn} was rolled back by an earlier error ({cause}); every later call on it fails \
+         and it cannot commit: drop it and run the transaction again"
+    )]
+    TransactionAborted { txn: TxnId, cause: String },
+    #[error(
+        "table `{table}` belongs to the database at {table_db}, not to the one at {txn_db} this \
+         transaction runs on; open the table from the transaction's database"
+    )]
+    ForeignTable {
+        table: String,
+        table_db: String,
+        txn_db: String,
+    },
+    #[error(
+        "table `{0}` was dropped: this handle no longer refers to a table (open it again by \
+         name if it was re-created)"
+    )]
+    TableDropped(String),
+    #[error("the database at {0} is closed")]
+    DatabaseClosed(String),
+    #[error("the database at {location} is open read-only: {what} is refused")]
+    ReadOnly {
+        location: String,
+        what: &'static str,
+    },
+    #[error(
+        "{path}: the database was not shut down cleanly, and opening it read-only cannot run \
+         crash recovery (recovery writes to the database). Run `evenkeel recover {dir}` (or \
+         open it read-write) first, or `evenkeel check --salvage --out OUT {dir}` to export \
+         what is readable without changing it"
+    )]
+    NeedsRecovery { path: PathBuf, dir: String },
     #[error(
         "transaction too large: {what} of {bytes} bytes is over the limit of {limit} bytes ({why})"
     )]
@@ -117,6 +156,48 @@ pub enum Error {
     },
     #[error("recovery failed at LSN {lsn}: {reason}")]
     Recovery { lsn: u64, reason: String },
+}
+
+impl Error {
+    /// The variant's name, as `Debug` prints it.
+    fn kind(&self) -> &'static str {
+        match self {
+            Error::Io { .. } => "Io",
+            Error::PageRead { .. } => "PageRead",
+            Error::CorruptPage { .. } => "CorruptPage",
+            Error::BadDatabase { .. } => "BadDatabase",
+            Error::UnknownOption { .. } => "UnknownOption",
+            Error::InvalidOption { .. } => "InvalidOption",
+            Error::InvalidConfig { .. } => "InvalidConfig",
+            Error::LockWaitTimeout { .. } => "LockWaitTimeout",
+            Error::Deadlock { .. } => "Deadlock",
+            Error::LockMemoryExhausted { .. } => "LockMemoryExhausted",
+            Error::KeyTooLarge { .. } => "KeyTooLarge",
+            Error::ValueTooLarge { .. } => "ValueTooLarge",
+            Error::TableNotFound(..) => "TableNotFound",
+            Error::TableExists(..) => "TableExists",
+            Error::InvalidTableName { .. } => "InvalidTableName",
+            Error::SpaceExhausted(..) => "SpaceExhausted",
+            Error::Poisoned(..) => "Poisoned",
+            Error::LogFull { .. } => "LogFull",
+            Error::LogGroupTooLarge { .. } => "LogGroupTooLarge",
+            Error::LogClosed => "LogClosed",
+            Error::TransactionAborted { .. } => "TransactionAborted",
+            Error::ForeignTable { .. } => "ForeignTable",
+            Error::TableDropped(..) => "TableDropped",
+            Error::DatabaseClosed(..) => "DatabaseClosed",
+            Error::ReadOnly { .. } => "ReadOnly",
+            Error::NeedsRecovery { .. } => "NeedsRecovery",
+            Error::TransactionTooLarge { .. } => "TransactionTooLarge",
+            Error::Recovery { .. } => "Recovery",
+        }
+    }
+}
+
+impl std::fmt::Debug for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {self}", self.kind())
+    }
 }
 
 impl Error {

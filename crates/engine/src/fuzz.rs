@@ -23,7 +23,7 @@ use crate::io::{FileKind, SimStorage, Storage};
 use crate::options::Options;
 use crate::page::{self, hdr, node, PageType, PAGE_SIZES};
 use crate::types::PageId;
-use crate::wal::record::{self, Record};
+use crate::wal::record;
 
 /// Most pages of a data-file image the [`data_file`] target looks at.
 pub const MAX_FUZZ_PAGES: usize = 64;
@@ -131,48 +131,7 @@ pub fn log_records(data: &[u8]) {
     let Some(recs) = record::decode_group(payload, ps) else {
         return;
     };
-    check_records(&recs, ps);
-}
-
-/// Applies page diffs to a page image and re-encodes the logical records; every decoded
-/// record must survive a round trip through its encoder.
-pub(crate) fn check_records(recs: &[Record], ps: usize) {
-    let mut img = vec![0u8; ps];
-    for r in recs {
-        match r {
-            Record::PageDiff { fresh, ranges, .. } => {
-                record::apply_page_diff(&mut img, *fresh, ranges);
-                for (off, bytes) in ranges.iter().rev().take(1) {
-                    assert!(img[*off..*off + bytes.len()] == bytes[..]);
-                }
-            }
-            Record::Commit { txn, writes } => {
-                let refs: Vec<record::WriteRef<'_>> = writes
-                    .iter()
-                    .map(|w| (w.table, &w.key[..], w.value.as_deref()))
-                    .collect();
-                let mut out = Vec::new();
-                record::encode_commit(&mut out, *txn, &refs);
-                let size = record::commit_size(
-                    writes
-                        .iter()
-                        .map(|w| (w.key.len(), w.value.as_ref().map_or(0, Vec::len))),
-                );
-                assert!(
-                    out.len() == size,
-                    "commit_size disagrees with encode_commit"
-                );
-                let back = record::decode_group(&out, ps);
-                assert!(back.as_deref() == Some(std::slice::from_ref(r)));
-            }
-            Record::ApplyDone { commit_lsn } => {
-                let mut out = Vec::new();
-                record::encode_apply_done(&mut out, *commit_lsn);
-                let back = record::decode_group(&out, ps);
-                assert!(back.as_deref() == Some(std::slice::from_ref(r)));
-            }
-        }
-    }
+    crate::wal::fuzz::check_records(&recs, ps);
 }
 
 /// Options text: as a TOML file and as `name=value` lines. Whatever parses must validate and

@@ -13,9 +13,9 @@
 
 use crate::buffer::{BufferPool, PageWrite};
 use crate::error::Result;
-use crate::flush::Durability;
 use crate::types::{Lsn, PageId};
 use crate::wal::record;
+use crate::wal::LogSpace;
 
 /// Handle of a page held by an mtr.
 pub type Slot = usize;
@@ -31,16 +31,16 @@ enum Before {
 
 pub struct Mtr<'a> {
     pool: &'a BufferPool,
-    dur: &'a Durability,
+    space: &'a LogSpace,
     pages: Vec<Option<PageWrite<'a>>>,
     before: Vec<Before>,
 }
 
 impl<'a> Mtr<'a> {
-    pub fn new(pool: &'a BufferPool, dur: &'a Durability) -> Self {
+    pub fn new(pool: &'a BufferPool, space: &'a LogSpace) -> Self {
         Mtr {
             pool,
-            dur,
+            space,
             pages: Vec::with_capacity(8),
             before: Vec::with_capacity(8),
         }
@@ -170,9 +170,9 @@ impl<'a> Mtr<'a> {
             for g in self.pages.iter_mut().flatten() {
                 g.abandon_changes(); // only LSN bytes differ: nothing to log or write
             }
-            Ok(self.dur.log.current_lsn())
+            Ok(self.space.log().current_lsn())
         } else {
-            match self.dur.append_fenced(&payload) {
+            match self.space.append_fenced(&payload) {
                 Ok((range, fence)) => {
                     for g in self.pages.iter_mut().flatten() {
                         if g.is_modified() {

@@ -35,6 +35,9 @@ enum Kind {
         max: u64,
         unit: &'static str,
     },
+    /// A duration in milliseconds within `min..=max`, written as seconds (`50`, `1.5`, InnoDB's
+    /// unit) or with a unit (`500ms`, `2s`, `1m`).
+    Millis { min: u64, max: u64 },
     /// on/off/true/false/1/0; the value is 0 or 1.
     Bool,
     /// One of the names (case-insensitive, `-` = `_`); the value is the index.
@@ -47,6 +50,7 @@ impl Kind {
         let value = match self {
             Kind::Size { .. } | Kind::SizeChoice(_) => parse_size(raw)?,
             Kind::Int { .. } => raw.parse::<u64>().ok()?,
+            Kind::Millis { .. } => parse_millis(raw)?,
             Kind::Bool => u64::from(parse_bool(raw)?),
             Kind::Name(names) => {
                 let want = raw.replace('-', "_");
@@ -58,7 +62,9 @@ impl Kind {
 
     fn accepts(self, v: u64) -> bool {
         match self {
-            Kind::Size { min, max } | Kind::Int { min, max, .. } => (min..=max).contains(&v),
+            Kind::Size { min, max } | Kind::Int { min, max, .. } | Kind::Millis { min, max } => {
+                (min..=max).contains(&v)
+            }
             Kind::SizeChoice(choices) => choices.contains(&v),
             Kind::Bool => v <= 1,
             Kind::Name(names) => v < names.len() as u64,
@@ -69,6 +75,7 @@ impl Kind {
         match self {
             Kind::Size { .. } => format_size(v),
             Kind::SizeChoice(_) | Kind::Int { .. } => v.to_string(),
+            Kind::Millis { .. } => format_millis(v),
             Kind::Bool => if v == 0 { "off" } else { "on" }.to_string(),
             Kind::Name(names) => usize::try_from(v)
                 .ok()
@@ -96,6 +103,11 @@ impl Kind {
             }
             Kind::Int { min, max, unit: "" } => format!("an integer from {min} to {max}"),
             Kind::Int { min, max, unit } => format!("an integer from {min} to {max} ({unit})"),
+            Kind::Millis { min, max } => format!(
+                "a duration from {} to {} (seconds, or with unit ms, s, m)",
+                format_millis(min),
+                format_millis(max)
+            ),
             Kind::Bool => "one of on, off, true, false, 1, 0".to_string(),
             Kind::Name(names) => format!("one of {}", names.join(", ")),
         }
@@ -126,6 +138,32 @@ fn format_size(v: u64) -> String {
         }
     }
     v.to_string()
+}
+
+/// Milliseconds from `50` or `1.5` (seconds), `500ms`, `2s` or `1m`.
+fn parse_millis(raw: &str) -> Option<u64> {
+    let lower = raw.trim().to_ascii_lowercase();
+    let (number, per_unit) = if let Some(n) = lower.strip_suffix("ms") {
+        (n, 1.0)
+    } else if let Some(n) = lower.strip_suffix('s') {
+        (n, 1000.0)
+    } else if let Some(n) = lower.strip_suffix('m') {
+        (n, 60_000.0)
+    } else {
+        (lower.as_str(), 1000.0)
+    };
+    let number: f64 = number.trim().parse().ok()?;
+    let ms = number * per_unit;
+    (ms.is_finite() && ms >= 0.0 && ms.fract() == 0.0 && ms < u64::MAX as f64).then_some(ms as u64)
+}
+
+/// `50s`, `500ms`, `1500ms`: whole seconds when exact, else milliseconds.
+fn format_millis(ms: u64) -> String {
+    if ms.is_multiple_of(1000) {
+        format!("{}s", ms / 1000)
+    } else {
+        format!("{ms}ms")
+    }
 }
 
 fn parse_bool(raw: &str) -> Option<bool> {
@@ -170,6 +208,16 @@ impl KnobValue for usize {
     }
 }
 
+/// Milliseconds.
+impl KnobValue for std::time::Duration {
+    fn to_knob(&self) -> u64 {
+        u64::try_from(self.as_millis()).unwrap_or(u64::MAX)
+    }
+    fn from_knob(v: u64) -> Self {
+        std::time::Duration::from_millis(v)
+    }
+}
+
 impl KnobValue for bool {
     fn to_knob(&self) -> u64 {
         u64::from(*self)
@@ -190,6 +238,89 @@ impl KnobValue for FlushMethod {
             .ok()
             .and_then(|i| FlushMethod::NAMES.get(i))
             .and_then(|n| FlushMethod::parse(n))
+            .unwrap_or_default()
+    }
+}
+
+/// The page cleaner's flush policy (`adaptive_flushing`): one type from option parsing to the
+/// cleaner, `Status` and the workbench. Parsed and printed by its name.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FlushPolicy {
+    /// InnoDB 5.1: io_capacity pages past max_dirty_pages_pct, flushing at the async point.
+    Fixed,
+    /// InnoDB 5.5's adaptive flushing: the redo rate times dirty pages per redo byte.
+    Innodb55,
+    /// XtraDB's `estimate`: from the age of the oldest dirty pages.
+    Estimate,
+    /// XtraDB's `keep_average`: a steady share of the flush list each second.
+    KeepAverage,
+    /// InnoDB 5.6-8.0's adaptive flushing: pct_for_lsn and pct_for_dirty, averaged.
+    Innodb80,
+    /// evenkeel's own: holds the checkpoint age at a set point by feedback and feed-forward,
+    /// with commit admission instead of foreground flushing.
+    #[default]
+    Steady,
+}
+
+impl FlushPolicy {
+    /// Every policy, in the order of [`FlushPolicy::NAMES`].
+    pub const ALL: [FlushPolicy; 6] = [
+        FlushPolicy::Fixed,
+        FlushPolicy::Innodb55,
+        FlushPolicy::Estimate,
+        FlushPolicy::KeepAverage,
+        FlushPolicy::Innodb80,
+        FlushPolicy::Steady,
+    ];
+    /// The names `adaptive_flushing` accepts.
+    pub const NAMES: &'static [&'static str] = &[
+        "fixed",
+        "innodb55",
+        "estimate",
+        "keep_average",
+        "innodb80",
+        "steady",
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            FlushPolicy::Fixed => "fixed",
+            FlushPolicy::Innodb55 => "innodb55",
+            FlushPolicy::Estimate => "estimate",
+            FlushPolicy::KeepAverage => "keep_average",
+            FlushPolicy::Innodb80 => "innodb80",
+            FlushPolicy::Steady => "steady",
+        }
+    }
+
+    /// The policy named `name` (case-insensitive, `-` = `_`).
+    pub fn parse(name: &str) -> Option<FlushPolicy> {
+        let want = name.trim().replace('-', "_");
+        FlushPolicy::ALL
+            .into_iter()
+            .find(|p| p.name().eq_ignore_ascii_case(&want))
+    }
+}
+
+impl std::fmt::Display for FlushPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Index into [`FlushPolicy::NAMES`], the set its knob is declared with.
+impl KnobValue for FlushPolicy {
+    fn to_knob(&self) -> u64 {
+        FlushPolicy::ALL
+            .iter()
+            .position(|p| p == self)
+            .map_or(u64::MAX, |i| i as u64)
+    }
+    fn from_knob(v: u64) -> Self {
+        usize::try_from(v)
+            .ok()
+            .and_then(|i| FlushPolicy::ALL.get(i).copied())
             .unwrap_or_default()
     }
 }
@@ -252,7 +383,7 @@ knobs! {
     log_buffer_size: u64 = 16 * MIB, Kind::Size { min: 256 * KIB, max: 4 * GIB };
     /// Bytes per redo log block (the unit of log writes): 512 or 4096.
     log_block_size: usize = 512, Kind::SizeChoice(&[512, 4096]);
-    /// 1: a commit is fsynced before it returns; 2: written to the OS at commit, fsynced about every second; 0: written and fsynced about every second.
+    /// The default durability of a commit (a transaction may set its own): 1 fsynced before it returns; 2 written to the OS at commit, fsynced about every second; 0 written and fsynced about every second. Dynamic.
     flush_log_at_trx_commit: u32 = 1, Kind::Int { min: 0, max: 2, unit: "" };
     /// Pages per second the background flusher writes while the checkpoint age is under the async point.
     io_capacity: u64 = 200, Kind::Int { min: 100, max: u32::MAX as u64, unit: "pages per second" };
@@ -264,14 +395,14 @@ knobs! {
     checkpoint_sync_point_pct: u32 = 94, Kind::Int { min: 11, max: 99, unit: "percent" };
     /// Write pages through the doublewrite area first, so a torn page write can be repaired at recovery.
     doublewrite: bool = true, Kind::Bool;
-    /// Seconds a transaction waits for a key lock before it fails with LockWaitTimeout.
-    lock_wait_timeout: u64 = 50, Kind::Int { min: 1, max: 1_073_741_824, unit: "seconds" };
+    /// How long a transaction waits for a key lock before it fails with LockWaitTimeout (a plain number is seconds; `500ms` is allowed). Dynamic.
+    lock_wait_timeout: std::time::Duration = std::time::Duration::from_secs(50), Kind::Millis { min: 1, max: 1_073_741_824_000 };
     /// Bytes all key locks together may use; a lock request past it fails instead of growing.
     max_lock_memory: u64 = 64 * MIB, Kind::Size { min: 64 * KIB, max: TIB };
     /// Bytes of keys and values one transaction may write; more fails with TransactionTooLarge.
     max_write_set_size: u64 = 64 * MIB, Kind::Size { min: 4 * KIB, max: TIB };
     /// Flush policy: fixed (5.1), innodb55, estimate, keep_average (XtraDB), innodb80, steady (ours). Dynamic.
-    adaptive_flushing: usize = 5, Kind::Name(crate::flush::policy::POLICY_NAMES);
+    adaptive_flushing: FlushPolicy = FlushPolicy::Steady, Kind::Name(FlushPolicy::NAMES);
     /// innodb80: checkpoint age, in percent of capacity, under which redo does not drive flushing. Dynamic.
     adaptive_flushing_lwm: u64 = 10, Kind::Int { min: 0, max: 70, unit: "percent" };
     /// innodb80/innodb55: loops (about seconds) over which rates are averaged. Dynamic.
@@ -316,6 +447,7 @@ pub const DYNAMIC_KNOBS: &[&str] = &[
     "read_ahead_threshold",
     "write_bandwidth_max",
     "lock_wait_timeout",
+    "flush_log_at_trx_commit",
 ];
 
 /// `Innodb-Buffer-Pool-Size` -> `buffer_pool_size`.
@@ -334,8 +466,43 @@ fn find_knob(name: &str) -> Result<&'static Knob> {
         .find(|k| k.name == canonical)
         .ok_or_else(|| Error::UnknownOption {
             name: name.to_string(),
+            hint: nearest_name(&canonical)
+                .map(|near| format!(" (did you mean `{near}`?)"))
+                .unwrap_or_default(),
             known: Options::known_names().join(", "),
         })
+}
+
+/// The known option closest to `name` by edit distance, when it is close enough to be a typo
+/// (at most a third of the name's letters differ) or contains `name` / is contained in it.
+fn nearest_name(name: &str) -> Option<&'static str> {
+    let (best, distance) = KNOBS
+        .iter()
+        .map(|k| (k.name, edit_distance(name, k.name)))
+        .min_by_key(|&(_, d)| d)?;
+    if distance <= (name.len() / 3).max(2) {
+        return Some(best);
+    }
+    KNOBS
+        .iter()
+        .map(|k| k.name)
+        .find(|k| name.len() >= 4 && (k.contains(name) || name.contains(k)))
+}
+
+/// Levenshtein distance over bytes.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.iter().enumerate() {
+        let mut cur = Vec::with_capacity(b.len() + 1);
+        cur.push(i + 1);
+        for (j, cb) in b.iter().enumerate() {
+            let substitute = prev[j] + usize::from(ca != cb);
+            cur.push(substitute.min(prev[j + 1] + 1).min(cur[j] + 1));
+        }
+        prev = cur;
+    }
+    prev[b.len()]
 }
 
 /// TOML scalars become the text a `name=value` pair would carry, so both paths parse alike.
@@ -360,6 +527,38 @@ fn toml_value_text(knob: &Knob, value: &toml::Value) -> Result<String> {
     })
 }
 
+/// A hint for the TOML mistakes a my.cnf writer makes: a size with a suffix left unquoted
+/// (`buffer_pool_size = 1G`), which TOML cannot read as a number.
+fn toml_hint(text: &str, e: &toml::de::Error) -> String {
+    let Some(span) = e.span() else {
+        return String::new();
+    };
+    let line_start = text[..span.start.min(text.len())]
+        .rfind('\n')
+        .map_or(0, |i| i + 1);
+    let line = text[line_start..].lines().next().unwrap_or("");
+    let Some((name, value)) = line.split_once('=') else {
+        return String::new();
+    };
+    let value = value.trim();
+    let unquoted_size = value
+        .strip_suffix(|c: char| c.is_ascii_alphabetic())
+        .is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()));
+    let unquoted_word = !value.is_empty()
+        && !value.starts_with(['"', '\''])
+        && value
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.');
+    if unquoted_size || unquoted_word {
+        format!(
+            "; in TOML a value with letters must be quoted: write `{} = \"{value}\"`",
+            name.trim()
+        )
+    } else {
+        String::new()
+    }
+}
+
 impl Options {
     /// Parses a flat TOML table of knobs over the defaults, then [`validate`](Self::validate)s.
     pub fn from_toml_str(text: &str) -> Result<Options> {
@@ -379,7 +578,7 @@ impl Options {
             text.parse()
                 .map_err(|e: toml::de::Error| Error::InvalidConfig {
                     origin: origin.to_string(),
-                    reason: e.to_string(),
+                    reason: format!("{e}{}", toml_hint(text, &e)),
                 })?;
         let mut options = Options::default();
         // `innodb_page_size` and `page_size` are the same knob: giving both is ambiguous.
@@ -668,7 +867,7 @@ mod tests {
     fn unknown_names_list_the_known_ones() {
         let err = Options::default().set("max_dirty_pages", "60").unwrap_err();
         match &err {
-            Error::UnknownOption { name, known } => {
+            Error::UnknownOption { name, known, .. } => {
                 assert_eq!(name, "max_dirty_pages");
                 for knob in Options::known_names() {
                     assert!(known.contains(knob), "{known}");

@@ -103,6 +103,48 @@ impl Header {
 }
 
 /// Formats page 0 of a new database.
+/// Why a data file of `len` bytes cannot hold even its header page of `page_size` bytes.
+pub fn truncated_header_page(len: u64, page_size: usize) -> String {
+    format!(
+        "the file is {len} bytes, shorter than its first page: its header gives a page size of \
+         {page_size} bytes, so {} bytes of the header page (page 0) and every page after it are \
+         missing; the file was truncated",
+        page_size as u64 - len
+    )
+}
+
+/// Whether a data file of `len` bytes is whole for `header`: a multiple of the page size and
+/// at least the pages the header counts. The reason names the size, the page size and what
+/// is missing or extra. Open (after a clean shutdown) and `check` share this rule.
+pub fn check_file_length(
+    len: u64,
+    page_size: usize,
+    header: &Header,
+) -> std::result::Result<(), String> {
+    let ps = page_size as u64;
+    if !len.is_multiple_of(ps) {
+        return Err(format!(
+            "the file is {len} bytes, not a multiple of its page size of {page_size} bytes: \
+             {} bytes past the last whole page (page {}); it was truncated or appended to",
+            len % ps,
+            len / ps
+        ));
+    }
+    let want = u64::from(header.page_count) * ps;
+    if len < want {
+        let have = len / ps;
+        return Err(format!(
+            "the file is {len} bytes ({have} pages of {page_size} bytes) but its header counts \
+             {} pages ({want} bytes): pages {have}..={} ({} bytes) are missing; the file was \
+             truncated",
+            header.page_count,
+            header.page_count - 1,
+            want - len
+        ));
+    }
+    Ok(())
+}
+
 pub fn format_header(b: &mut [u8], page_size: usize, catalog_root: PageId) {
     page::init(b, HEADER_PAGE, PageType::FileHeader, 0);
     b[OFF_MAGIC..OFF_MAGIC + 8].copy_from_slice(MAGIC);

@@ -149,7 +149,7 @@ impl Driver for EvenkeelDriver {
             checkpoint_age_bytes: Some(s.checkpoint_age_bytes),
             checkpoint_age_pct: Some(s.checkpoint_age_pct),
             dirty_pct: Some(s.dirty_pct),
-            flush_policy: Some(s.flush_policy.clone()),
+            flush_policy: Some(s.flush_policy.to_string()),
             pages_flushed_list: Some(s.pages_flushed_background),
             pages_flushed_lru: Some(s.pages_flushed_lru),
             pages_flushed_sync: Some(s.pages_flushed_sync),

@@ -144,6 +144,8 @@ columns!(
     dev_read_bytes,
     dev_write_bytes,
     size_bytes,
+    load_avg_1m,
+    other_cpu_pct,
     event,
 );
 
@@ -302,6 +304,8 @@ mod tests {
                 max_ms: 3.0,
             }],
             rss_bytes: 1000,
+            load_avg_1m: Some(1.25),
+            other_cpu_pct: Some(37.5),
             ..SampleRow::default()
         };
         let text = render(&[row.clone(), row.clone()], "abcd");

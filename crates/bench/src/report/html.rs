@@ -3,18 +3,21 @@
 //! and sync points) and dirty % on two axes (seed 000), pages flushed per second by source
 //! (policy, LRU, sync point, max dirty, single page), foreground stalls by kind and admission
 //! delay, MB/s read and written, page reads and read-ahead, redo written, latency percentiles,
-//! CPU — with a marker wherever a `--at` schedule changed an option — followed by seed 002's
-//! summary columns, the stability and flushing figures, the changes made while running,
-//! per-transaction or per-step tables, and the full configuration.
+//! CPU of this process beside the other processes' and the machine's load average — with the
+//! warm-up shaded and labelled and a marker wherever a `--at` schedule changed an option —
+//! followed by seed 002's summary columns with what each means, whether the run was IO-bound
+//! (and the reads and writes that say so), the machine beside the run, the stability and
+//! flushing figures, the changes made while running, per-transaction or per-step tables, and
+//! the full configuration.
 
 use std::fmt::Write as _;
 
-use super::summary::{seed002_columns, Summary};
+use super::summary::{column_note, seed002_columns, Summary};
 use super::svg::{esc, Axis, Chart, Series};
 use crate::sampler::SampleRow;
 use crate::stability::windows;
 
-const STYLE: &str = "body{font-family:sans-serif;margin:24px;color:#222}table{border-collapse:collapse;margin:8px 0 20px}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}th{background:#f3f3f3}td.l,th.l{text-align:left}h2{margin-top:28px}.charts svg{display:block;margin:8px 0}";
+const STYLE: &str = "body{font-family:sans-serif;margin:24px;color:#222}table{border-collapse:collapse;margin:8px 0 20px}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}th{background:#f3f3f3}td.l,th.l{text-align:left}h2{margin-top:28px}.charts svg{display:block;margin:8px 0}dl.notes{display:grid;grid-template-columns:max-content auto;gap:2px 12px;font-size:90%}dl.notes dt{font-weight:bold}dl.notes dd{margin:0}";
 
 fn pts(rows: &[SampleRow], f: impl Fn(&SampleRow) -> Option<f64>) -> Vec<(f64, f64)> {
     rows.iter()
@@ -61,8 +64,9 @@ fn count(v: Option<u64>) -> Option<f64> {
     v.map(|v| v as f64)
 }
 
-/// The charts of one run, in page order. Every time chart carries a vertical marker for each
-/// `--at` change, at the second after which it applied.
+/// The charts of one run, in page order. Every time chart's x axis runs from 0 to the run's
+/// last second, and carries the warm-up band and a vertical marker for each `--at` change, at
+/// the second after which it applied.
 pub fn charts(s: &Summary, rows: &[SampleRow]) -> Vec<Chart> {
     let op = &s.op;
     let tput = Chart::new(
@@ -156,17 +160,38 @@ pub fn charts(s: &Summary, rows: &[SampleRow]) -> Vec<Chart> {
         .with(Series::new("p95", pts(rows, |r| Some(r.lat_p95_ms))))
         .with(Series::new("p99", pts(rows, |r| Some(r.lat_p99_ms))))
         .with(Series::new("max", pts(rows, |r| Some(r.lat_max_ms))));
-    let cpu = Chart::new("CPU", "seconds", "CPU %")
-        .with(Series::new("cpu %", pts(rows, |r| Some(r.cpu_pct))));
+    let cpu = Chart::new(
+        "CPU: this process, other processes and the machine's load",
+        "seconds",
+        "CPU, % of one CPU",
+    )
+    .y2("load average (1 min)")
+    .with(Series::new("this process", pts(rows, |r| Some(r.cpu_pct))))
+    .with(Series::new(
+        "other processes",
+        pts(rows, |r| r.other_cpu_pct),
+    ))
+    .with(Series::new("load average", pts(rows, |r| r.load_avg_1m)).right());
     let events: Vec<(f64, String)> = rows
         .iter()
         .filter_map(|r| r.event.as_ref().map(|e| (r.t_s as f64, e.clone())))
         .collect();
+    let warmup_end = rows
+        .iter()
+        .take_while(|r| r.phase == "warmup")
+        .last()
+        .map(|r| r.t_s as f64);
     [
         tput, tput10, age, flushed, stalls, io, reads, redo, lat, cpu,
     ]
     .into_iter()
     .map(|mut c| {
+        if let Some(last) = rows.last() {
+            c = c.x_end(last.t_s as f64);
+        }
+        if let Some(end) = warmup_end {
+            c = c.band(0.0, end, "warm-up (not measured)");
+        }
         for (t, e) in &events {
             c = c.vline(*t, e.clone());
         }
@@ -373,6 +398,84 @@ fn workload_tables(s: &Summary) -> String {
     o
 }
 
+/// What each summary column means, as a definition list under the table.
+pub fn column_notes(names: &[&str]) -> String {
+    let mut o = String::from("<dl class=\"notes\">");
+    for n in names {
+        if let Some(d) = column_note(n) {
+            let _ = write!(o, "<dt>{}</dt><dd>{}</dd>", esc(n), esc(d));
+        }
+    }
+    o.push_str("</dl>");
+    o
+}
+
+/// Whether the run was IO-bound, the reads and writes behind it, and the machine beside it.
+fn io_section(s: &Summary) -> String {
+    let mut o = String::from("<h2>IO and the machine</h2>");
+    let f1 = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1}"));
+    if let Some(io) = &s.io {
+        let _ = write!(o, "<p class=\"verdict\">{}</p>", esc(&io.verdict()));
+        let mib = |b: Option<u64>| {
+            b.map_or("-".to_string(), |b| {
+                format!("{:.0}", b as f64 / 1_048_576.0)
+            })
+        };
+        let head = [
+            "data MiB",
+            "buffer pool MiB",
+            "engine page reads/s",
+            "engine read MB/s",
+            "% of page reads from the OS cache",
+            "process read MB/s",
+            "process write MB/s",
+            "device reads/s",
+            "device read MB/s",
+            "device writes/s",
+            "device write MB/s",
+        ];
+        let row = vec![
+            mib(io.data_bytes),
+            mib(io.buffer_pool_bytes),
+            io.engine_page_reads_per_s
+                .map_or("-".into(), |v| format!("{v:.0}")),
+            f1(io.engine_read_mb_per_s),
+            f1(io.os_cache_read_pct),
+            f1(Some(io.process_read_mb_per_s)),
+            f1(Some(io.process_write_mb_per_s)),
+            io.device_reads_per_s
+                .map_or("-".into(), |v| format!("{v:.0}")),
+            f1(io.device_read_mb_per_s),
+            io.device_writes_per_s
+                .map_or("-".into(), |v| format!("{v:.0}")),
+            f1(io.device_write_mb_per_s),
+        ];
+        o.push_str(&table(&head, &[row], &[]));
+        o.push_str(
+            "<p>The process's figures count only its own reads and writes that reached storage \
+             (/proc/self/io); the device's count every process on the device holding the data \
+             and the file system's own writes (/proc/diskstats): device figures well above the \
+             process's are someone else's I/O.</p>",
+        );
+    }
+    let head = [
+        "load average mean",
+        "load average max",
+        "other processes' CPU % mean",
+        "other processes' CPU % max",
+        "this process's CPU %",
+    ];
+    let row = vec![
+        f1(s.load_avg_1m_mean),
+        f1(s.load_avg_1m_max),
+        f1(s.other_cpu_pct_mean),
+        f1(s.other_cpu_pct_max),
+        f1(Some(s.cpu_pct)),
+    ];
+    o.push_str(&table(&head, &[row], &[]));
+    o
+}
+
 /// The whole page.
 pub fn render(s: &Summary, rows: &[SampleRow]) -> String {
     let mut o = String::new();
@@ -396,6 +499,8 @@ pub fn render(s: &Summary, rows: &[SampleRow]) -> String {
         &[cols.iter().map(|c| c.1.clone()).collect()],
         &[cols.len() - 1],
     ));
+    o.push_str(&column_notes(&head));
+    o.push_str(&io_section(s));
     o.push_str("<h2>Stability of per-second throughput</h2>");
     o.push_str(&stability_table(s));
     o.push_str("<h2>Flushing</h2>");

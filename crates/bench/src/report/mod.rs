@@ -4,6 +4,7 @@
 
 pub mod csv;
 pub mod html;
+pub mod iobound;
 pub mod summary;
 pub mod svg;
 pub mod sweep;

@@ -3,12 +3,16 @@
 //! seconds by the primary operations (New-Order for TPC-C, inserted rows for the insert
 //! benchmark), using device counters when the data directory's device is known and the
 //! process's /proc/self/io otherwise. seed 002's table columns (ips.av, ips.99, wKB/i, rKB/i,
-//! r/i, Mcpu/i, size, rss, wMB/s, cpu) are all derivable from here.
+//! r/i, Mcpu/i, size, rss, wMB/s, cpu) are all derivable from here; [`COLUMN_NOTES`] says what
+//! each means, wherever a table of them is shown. The machine's load average and the CPU other
+//! processes used are summed up beside the engine's own figures, and [`IoFigures`] says whether
+//! the run was IO-bound.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::iobound::{parse_size, IoFigures};
 use crate::recorder::KindSummary;
 use crate::sampler::SampleRow;
 use crate::stability::{stability, Stability};
@@ -93,6 +97,19 @@ pub struct Summary {
     pub rss_bytes: u64,
     pub retries: u64,
     pub failed: u64,
+    /// The machine's 1-minute load average over the measured seconds: mean and highest.
+    #[serde(default)]
+    pub load_avg_1m_mean: Option<f64>,
+    #[serde(default)]
+    pub load_avg_1m_max: Option<f64>,
+    /// CPU other processes used over the measured seconds, % of one CPU: mean and highest.
+    #[serde(default)]
+    pub other_cpu_pct_mean: Option<f64>,
+    #[serde(default)]
+    pub other_cpu_pct_max: Option<f64>,
+    /// Whether the run was IO-bound, and the reads and writes that say so.
+    #[serde(default)]
+    pub io: Option<IoFigures>,
     pub load_seconds: Option<f64>,
     // TPC-C.
     #[serde(skip_serializing_if = "Option::is_none", default)]
@@ -180,6 +197,29 @@ impl Summary {
             }
         }
         let hash = config_hash(workload, engine, &config);
+        let mean_max = |v: Vec<f64>| -> (Option<f64>, Option<f64>) {
+            if v.is_empty() {
+                return (None, None);
+            }
+            let mean = v.iter().sum::<f64>() / v.len() as f64;
+            (Some(mean), v.into_iter().reduce(f64::max))
+        };
+        let (load_avg_1m_mean, load_avg_1m_max) =
+            mean_max(m.iter().filter_map(|r| r.load_avg_1m).collect());
+        let (other_cpu_pct_mean, other_cpu_pct_max) =
+            mean_max(m.iter().filter_map(|r| r.other_cpu_pct).collect());
+        let option = |name: &str| {
+            config
+                .get(&format!("{engine}.{name}"))
+                .and_then(|v| parse_size(v))
+        };
+        let size_bytes = rows.iter().rev().find_map(|r| r.size_bytes);
+        let io = IoFigures::from_rows(
+            &m,
+            option("page_size"),
+            option("buffer_pool_size"),
+            size_bytes,
+        );
         Summary {
             workload: workload.to_string(),
             engine: engine.to_string(),
@@ -222,10 +262,15 @@ impl Summary {
             read_mb_per_s: rbytes / 1_048_576.0 / secs,
             reads_per_s: reads / secs,
             cpu_pct: cpu_s * 100.0 / secs,
-            size_bytes: rows.iter().rev().find_map(|r| r.size_bytes),
+            size_bytes,
             rss_bytes: rows.last().map_or(0, |r| r.rss_bytes),
             retries: m.iter().map(|r| r.retries).sum(),
             failed: m.iter().map(|r| r.failed).sum(),
+            load_avg_1m_mean,
+            load_avg_1m_max,
+            other_cpu_pct_mean,
+            other_cpu_pct_max,
+            io: Some(io),
             ..Summary::default()
         }
     }
@@ -260,6 +305,78 @@ pub fn flushing_line(s: &Summary) -> String {
         s.sync_point_seconds.map_or("-".to_string(), |v| v.to_string()),
         s.log_space_seconds.map_or("-".to_string(), |v| v.to_string())
     )
+}
+
+/// The machine beside the run, as one line for the terminal.
+pub fn machine_line(s: &Summary) -> String {
+    let o = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1}"));
+    format!(
+        "machine: load average (1 min) mean {}, max {}; other processes' CPU mean {}%, max {}% \
+         of one CPU (this process: {:.1}%)",
+        o(s.load_avg_1m_mean),
+        o(s.load_avg_1m_max),
+        o(s.other_cpu_pct_mean),
+        o(s.other_cpu_pct_max),
+        s.cpu_pct
+    )
+}
+
+/// What each summary column means: seed 002's columns and the sweep table's extra ones.
+/// "Storage" is the device holding the data when the sampler found it, else this process's
+/// reads and writes (/proc/self/io); an operation is the run's `op` (a New-Order for TPC-C, an
+/// inserted row or a query for the insert benchmark).
+pub const COLUMN_NOTES: &[(&str, &str)] = &[
+    (
+        "ips.av",
+        "operations per second, mean over the measured seconds",
+    ),
+    (
+        "ips.99",
+        "operations per second in the 1st-percentile second (99% of seconds did more)",
+    ),
+    ("r/i", "storage reads per operation"),
+    ("rKB/i", "KiB read from storage per operation"),
+    ("wKB/i", "KiB written to storage per operation"),
+    ("Mcpu/i", "CPU microseconds of this process per operation"),
+    ("size", "data directory size at the end, GB"),
+    ("rss", "this process's resident memory at the end, GB"),
+    ("r/s", "storage reads per second"),
+    ("rMB/s", "MiB read from storage per second"),
+    ("wMB/s", "MiB written to storage per second"),
+    ("cpu", "this process's CPU, % of one CPU"),
+    (
+        "engine",
+        "the engine (and in a sweep, the varied setting's value)",
+    ),
+    (
+        "cv",
+        "coefficient of variation of per-second throughput (standard deviation / mean)",
+    ),
+    ("zero_s", "measured seconds without one completed operation"),
+    (
+        "ckpt%",
+        "highest checkpoint age, % of the redo log's capacity",
+    ),
+    (
+        "stall_s",
+        "foreground flushing stalls, seconds summed over threads",
+    ),
+];
+
+/// The note for column `name` (see [`COLUMN_NOTES`]).
+pub fn column_note(name: &str) -> Option<&'static str> {
+    COLUMN_NOTES
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, d)| *d)
+}
+
+/// The notes for `names`, one `name: meaning` line each, for the terminal.
+pub fn column_notes_text(names: &[&str]) -> String {
+    names
+        .iter()
+        .filter_map(|n| column_note(n).map(|d| format!("  {n}: {d}\n")))
+        .collect()
 }
 
 /// seed 002's summary columns for one run: header and values, in the order the post prints.

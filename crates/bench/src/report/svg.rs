@@ -2,10 +2,17 @@
 //! the x axis and on one or two y axes, one polyline per series, and a legend. Reference lines
 //! are drawn in grey with their label: horizontal ones for thresholds (the checkpoint's async
 //! and sync points) and vertical ones for moments (a `--at` schedule changing an option); the
-//! axes always take them in, so a threshold the data never reaches is still on the chart. Colours are the
-//! Okabe-Ito palette, which red-green colour-blind readers can tell apart (seed 002's readers
-//! asked for it), and series past the first alternate dash patterns as a second cue. A chart
-//! without data says so instead of drawing empty axes.
+//! axes always take them in, so a threshold the data never reaches is still on the chart.
+//! Shaded bands mark spans of the x axis (the warm-up, which is not measured), labelled inside
+//! the band. Colours are the Okabe-Ito palette, which red-green colour-blind readers can tell
+//! apart (seed 002's readers asked for it), and series past the first alternate dash patterns
+//! as a second cue. A chart without data says so instead of drawing empty axes.
+//!
+//! Layout rules every chart keeps: the plot area has the same left and right margins whether
+//! or not the chart has a right-hand axis, so charts stacked on a page share their x range on
+//! screen; the x axis ends at the last x of the data (the end of the run), not at the next
+//! round tick; the legend wraps onto as many rows as it needs within the chart's width, and
+//! the chart grows taller by those rows.
 
 use std::fmt::Write as _;
 
@@ -43,6 +50,14 @@ impl Series {
     }
 }
 
+/// A labelled, shaded span of the x axis from `from` to `to`.
+#[derive(Debug, Clone)]
+pub struct Band {
+    pub from: f64,
+    pub to: f64,
+    pub label: String,
+}
+
 /// A labelled reference line: horizontal at `at` on `axis`, or vertical at x = `at`.
 #[derive(Debug, Clone)]
 pub struct RefLine {
@@ -60,8 +75,57 @@ pub struct Chart {
     pub series: Vec<Series>,
     pub hlines: Vec<RefLine>,
     pub vlines: Vec<RefLine>,
+    pub bands: Vec<Band>,
+    /// The x axis' end when the caller fixes it (the run's last second, shared by every chart
+    /// of a run); otherwise the last x of the data, lines and bands.
+    pub x_end: Option<f64>,
     pub width: f64,
+    /// Height with a one-row legend; each further legend row adds `LEGEND_ROW`.
     pub height: f64,
+}
+
+/// Margins around the plot area: left and right (room for either y axis' ticks and label,
+/// the same on every chart), top (the title), bottom (x ticks, x label and one legend row).
+const MARGIN_LEFT: f64 = 70.0;
+const MARGIN_RIGHT: f64 = 70.0;
+const MARGIN_TOP: f64 = 30.0;
+const MARGIN_BOTTOM: f64 = 70.0;
+/// Height of one legend row.
+pub const LEGEND_ROW: f64 = 16.0;
+/// The legend's swatch, and the gap between an entry's text and the next swatch.
+const SWATCH: f64 = 24.0;
+const ENTRY_GAP: f64 = 14.0;
+
+/// A generous estimate of the width of `text` at the charts' 11 px sans-serif, so that a
+/// legend laid out with it fits when a browser draws it (checked in headless Chromium by the
+/// tests).
+pub fn text_width(text: &str) -> f64 {
+    text.chars()
+        .map(|c| match c {
+            'i' | 'j' | 'l' | '.' | ',' | ':' | ';' | '\'' | '|' | '!' | '(' | ')' | '[' | ']'
+            | ' ' | 'f' | 't' | 'r' | 'I' | '/' => 3.8,
+            'm' | 'w' | 'M' | 'W' | '%' | '@' => 10.0,
+            c if c.is_ascii_uppercase() || c.is_ascii_digit() => 7.6,
+            _ => 6.6,
+        })
+        .sum()
+}
+
+/// Where each legend entry goes: (x, row) for entries of the given text widths, wrapping
+/// within `[left, right]`.
+fn legend_layout(widths: &[f64], left: f64, right: f64) -> Vec<(f64, usize)> {
+    let mut out = Vec::with_capacity(widths.len());
+    let (mut x, mut row) = (left, 0usize);
+    for &w in widths {
+        let need = SWATCH + w;
+        if x > left && x + need > right {
+            x = left;
+            row += 1;
+        }
+        out.push((x, row));
+        x += need + ENTRY_GAP;
+    }
+    out
 }
 
 /// Escape text for XML content and attributes.
@@ -90,6 +154,20 @@ fn nice_step(span: f64, n: f64) -> f64 {
         10.0
     };
     m * mag
+}
+
+/// The x axis: from 0 (or the lowest x when negative) to the highest x exactly, and a tick
+/// step; ticks are drawn at whole steps up to the end.
+fn x_range(vals: impl Iterator<Item = f64>) -> (f64, f64, f64) {
+    let (mut lo, mut hi) = (0.0f64, f64::NEG_INFINITY);
+    for v in vals.filter(|v| v.is_finite()) {
+        lo = lo.min(v);
+        hi = hi.max(v);
+    }
+    if hi <= lo {
+        hi = lo + 1.0;
+    }
+    (lo, hi, nice_step(hi - lo, 8.0))
 }
 
 /// Axis range from data: starts at 0 for non-negative data, rounded out to whole steps.
@@ -136,6 +214,8 @@ impl Chart {
             series: Vec::new(),
             hlines: Vec::new(),
             vlines: Vec::new(),
+            bands: Vec::new(),
+            x_end: None,
             width: 860.0,
             height: 320.0,
         }
@@ -166,6 +246,22 @@ impl Chart {
         self
     }
 
+    /// A shaded span of the x axis from `from` to `to`, labelled inside.
+    pub fn band(mut self, from: f64, to: f64, label: impl Into<String>) -> Self {
+        self.bands.push(Band {
+            from,
+            to,
+            label: label.into(),
+        });
+        self
+    }
+
+    /// Ends the x axis at `x`; points past it are left out.
+    pub fn x_end(mut self, x: f64) -> Self {
+        self.x_end = Some(x);
+        self
+    }
+
     pub fn y2(mut self, label: &str) -> Self {
         self.y2_label = Some(label.into());
         self
@@ -175,16 +271,34 @@ impl Chart {
         self.series.iter().any(|s| !s.points.is_empty())
     }
 
+    /// The legend's entries: label text, with the right axis and a missing series said.
+    fn legend_labels(&self) -> Vec<String> {
+        self.series
+            .iter()
+            .map(|s| {
+                let mut label = if s.axis == Axis::Right {
+                    format!("{} (right axis)", s.name)
+                } else {
+                    s.name.clone()
+                };
+                if s.points.is_empty() {
+                    label.push_str(": no data");
+                }
+                label
+            })
+            .collect()
+    }
+
     /// The chart as an `<svg>` element.
     pub fn render(&self) -> String {
-        let (w, h) = (self.width, self.height);
-        let (l, r, t, b) = (
-            70.0,
-            if self.y2_label.is_some() { 70.0 } else { 20.0 },
-            30.0,
-            70.0,
-        );
-        let (pw, ph) = (w - l - r, h - t - b);
+        let w = self.width;
+        let (l, r, t, b) = (MARGIN_LEFT, MARGIN_RIGHT, MARGIN_TOP, MARGIN_BOTTOM);
+        let (pw, ph) = (w - l - r, self.height - t - b);
+        let labels = self.legend_labels();
+        let widths: Vec<f64> = labels.iter().map(|s| text_width(s)).collect();
+        let legend = legend_layout(&widths, l, w - 10.0);
+        let rows = legend.last().map_or(1, |&(_, row)| row + 1);
+        let h = self.height + LEGEND_ROW * (rows - 1) as f64;
         let mut o = String::new();
         let _ = write!(
             o,
@@ -197,21 +311,25 @@ impl Chart {
             l,
             esc(&self.title)
         );
-        let _ = write!(
-            o,
-            r##"<rect x="{l}" y="{t}" width="{pw}" height="{ph}" fill="none" stroke="#888"/>"##
-        );
         if !self.has_data() {
             let _ = write!(
                 o,
-                r##"<text x="{}" y="{}" text-anchor="middle" fill="#666">no data: not exposed by this engine</text></svg>"##,
+                r##"<rect class="plot" x="{l}" y="{t}" width="{pw}" height="{ph}" fill="none" stroke="#888"/><text x="{}" y="{}" text-anchor="middle" fill="#666">no data: not exposed by this engine</text></svg>"##,
                 l + pw / 2.0,
                 t + ph / 2.0
             );
             return o;
         }
         let all = || self.series.iter().flat_map(|s| s.points.iter());
-        let (x0, x1, xs) = range(all().map(|p| p.0).chain(self.vlines.iter().map(|v| v.at)));
+        let (x0, x1, xs) = match self.x_end {
+            Some(end) => x_range(all().map(|p| p.0.min(end)).chain([end])),
+            None => x_range(
+                all()
+                    .map(|p| p.0)
+                    .chain(self.vlines.iter().map(|v| v.at))
+                    .chain(self.bands.iter().flat_map(|b| [b.from, b.to])),
+            ),
+        };
         let side = |a: Axis| {
             range(
                 self.series
@@ -225,9 +343,25 @@ impl Chart {
         let (z0, z1, zs) = side(Axis::Right);
         let px = |x: f64| l + (x - x0) / (x1 - x0) * pw;
         let py = |y: f64, lo: f64, hi: f64| t + ph - (y - lo) / (hi - lo) * ph;
+        // Bands under everything else, their label at the band's top left.
+        for band in &self.bands {
+            let (bx0, bx1) = (px(band.from.max(x0)), px(band.to.min(x1)));
+            let _ = write!(
+                o,
+                r##"<rect class="band" x="{bx0:.1}" y="{t}" width="{:.1}" height="{ph}" fill="#e6e6e6"/><text class="band-label" x="{:.1}" y="{}" fill="#555">{}</text>"##,
+                (bx1 - bx0).max(0.0),
+                bx0 + 3.0,
+                t + ph - 6.0,
+                esc(&band.label)
+            );
+        }
+        let _ = write!(
+            o,
+            r##"<rect class="plot" x="{l}" y="{t}" width="{pw}" height="{ph}" fill="none" stroke="#888"/>"##
+        );
         // Grid and ticks.
-        let mut x = x0;
-        while x <= x1 + xs / 2.0 {
+        let mut x = (x0 / xs).ceil() * xs;
+        while x <= x1 + xs * 1e-9 {
             let _ = write!(
                 o,
                 r##"<line x1="{0:.1}" y1="{t}" x2="{0:.1}" y2="{1}" stroke="#eee"/><text x="{0:.1}" y="{2}" text-anchor="middle">{3}</text>"##,
@@ -285,11 +419,11 @@ impl Chart {
             esc(&self.y_label)
         );
         // Reference lines under the series.
-        for h in &self.hlines {
-            let y = if h.axis == Axis::Left {
-                py(h.at, y0, y1)
+        for hl in &self.hlines {
+            let y = if hl.axis == Axis::Left {
+                py(hl.at, y0, y1)
             } else {
-                py(h.at, z0, z1)
+                py(hl.at, z0, z1)
             };
             let _ = write!(
                 o,
@@ -297,22 +431,26 @@ impl Chart {
                 l + pw,
                 l + pw - 4.0,
                 y - 3.0,
-                esc(&h.label)
+                esc(&hl.label)
             );
         }
         for (i, v) in self.vlines.iter().enumerate() {
             let x = px(v.at);
+            // A label that would run past the plot's right edge ends at the line instead.
+            let (tx, anchor) = if x + 3.0 + text_width(&v.label) > l + pw {
+                (x - 3.0, "end")
+            } else {
+                (x + 3.0, "start")
+            };
             let _ = write!(
                 o,
-                r##"<line class="marker" x1="{x:.1}" y1="{t}" x2="{x:.1}" y2="{}" stroke="#666" stroke-dasharray="3 3"/><text x="{:.1}" y="{}" fill="#444">{}</text>"##,
+                r##"<line class="marker" x1="{x:.1}" y1="{t}" x2="{x:.1}" y2="{}" stroke="#666" stroke-dasharray="3 3"/><text x="{tx:.1}" y="{}" text-anchor="{anchor}" fill="#444">{}</text>"##,
                 t + ph,
-                x + 3.0,
                 t + 12.0 + 12.0 * (i % 4) as f64,
                 esc(&v.label)
             );
         }
-        // Series and legend.
-        let mut lx = l;
+        // Series, then the legend in rows below the x label.
         for (i, s) in self.series.iter().enumerate() {
             let color = PALETTE[i % PALETTE.len()];
             let dash = DASHES[i % DASHES.len()];
@@ -324,6 +462,7 @@ impl Chart {
             let pts: Vec<String> = s
                 .points
                 .iter()
+                .filter(|p| p.0 <= x1)
                 .map(|&(x, y)| format!("{:.1},{:.1}", px(x), py(y, lo, hi)))
                 .collect();
             let _ = write!(
@@ -332,24 +471,19 @@ impl Chart {
                 pts.join(" "),
                 esc(&s.name)
             );
-            let ly = h - 18.0;
-            let mut label = if s.axis == Axis::Right {
-                format!("{} (right axis)", s.name)
-            } else {
-                s.name.clone()
-            };
-            if s.points.is_empty() {
-                label.push_str(": no data");
-            }
+        }
+        for (i, (label, &(lx, row))) in labels.iter().zip(&legend).enumerate() {
+            let color = PALETTE[i % PALETTE.len()];
+            let dash = DASHES[i % DASHES.len()];
+            let ly = self.height - 18.0 + LEGEND_ROW * row as f64;
             let _ = write!(
                 o,
-                r#"<line x1="{lx}" y1="{ly}" x2="{}" y2="{ly}" stroke="{color}" stroke-width="2" stroke-dasharray="{dash}"/><text x="{}" y="{}">{}</text>"#,
+                r#"<g class="legend"><line x1="{lx}" y1="{ly}" x2="{}" y2="{ly}" stroke="{color}" stroke-width="2" stroke-dasharray="{dash}"/><text x="{}" y="{}">{}</text></g>"#,
                 lx + 20.0,
-                lx + 24.0,
+                lx + SWATCH,
                 ly + 4.0,
-                esc(&label)
+                esc(label)
             );
-            lx += 34.0 + 6.5 * label.len() as f64;
         }
         o.push_str("</svg>");
         o
@@ -384,5 +518,86 @@ mod tests {
         let s = Chart::new("t", "x", "y").render();
         assert!(s.contains("no data"));
         assert!(!s.contains("polyline"));
+    }
+
+    /// The x of the last point of the first polyline.
+    fn last_x(svg: &str) -> f64 {
+        let pts = svg.split("points=\"").nth(1).expect("a polyline");
+        let pts = &pts[..pts.find('"').expect("closed")];
+        let last = pts.split_whitespace().last().expect("points");
+        last.split(',').next().expect("x").parse().expect("number")
+    }
+
+    #[test]
+    fn the_x_axis_ends_with_the_data_or_the_given_end() {
+        let pts: Vec<(f64, f64)> = (1..=130).map(|t| (t as f64, 1.0)).collect();
+        let svg = Chart::new("t", "x", "y")
+            .with(Series::new("s", pts.clone()))
+            .render();
+        assert_eq!(
+            last_x(&svg),
+            MARGIN_LEFT + 860.0 - MARGIN_LEFT - MARGIN_RIGHT
+        );
+        assert!(
+            svg.contains(">120<") && !svg.contains(">140<"),
+            "no tick past the end"
+        );
+        let svg = Chart::new("t", "x", "y")
+            .with(Series::new("s", pts))
+            .x_end(135.0)
+            .render();
+        let pw = 860.0 - MARGIN_LEFT - MARGIN_RIGHT;
+        assert!((last_x(&svg) - (MARGIN_LEFT + 130.0 / 135.0 * pw)).abs() < 0.06);
+        let short: Vec<(f64, f64)> = (1..=10).map(|t| (t as f64, 1.0)).collect();
+        let svg = Chart::new("t", "x", "y")
+            .with(Series::new("s", short))
+            .x_end(5.0)
+            .render();
+        assert!(
+            last_x(&svg) <= MARGIN_LEFT + pw,
+            "points past the end left out"
+        );
+    }
+
+    #[test]
+    fn legends_wrap_and_the_chart_grows_by_their_rows() {
+        let one = Chart::new("t", "x", "y")
+            .with(Series::new("a", vec![(0.0, 1.0), (1.0, 2.0)]))
+            .render();
+        assert!(one.contains(r#"height="320""#));
+        let mut c = Chart::new("t", "x", "y");
+        for i in 0..8 {
+            c = c.with(Series::new(
+                format!("a rather long series name number {i}"),
+                vec![(0.0, 1.0), (1.0, 2.0)],
+            ));
+        }
+        let svg = c.render();
+        let labels = c.legend_labels();
+        let widths: Vec<f64> = labels.iter().map(|l| text_width(l)).collect();
+        let layout = legend_layout(&widths, MARGIN_LEFT, 850.0);
+        let rows = layout.last().expect("entries").1 + 1;
+        assert!(rows >= 3, "{rows} rows");
+        for (&(x, _), w) in layout.iter().zip(&widths) {
+            assert!(x + SWATCH + w <= 850.0, "entry inside the chart");
+        }
+        let h = 320.0 + LEGEND_ROW * (rows - 1) as f64;
+        assert!(svg.contains(&format!(r#"height="{h}""#)), "grows to {h}");
+    }
+
+    #[test]
+    fn a_right_axis_keeps_the_plot_area() {
+        let plot = |svg: &str| {
+            let at = svg.find(r#"class="plot""#).expect("plot rect");
+            svg[at..at + 80].to_string()
+        };
+        let s = || Series::new("s", vec![(0.0, 1.0), (10.0, 2.0)]);
+        let left = Chart::new("t", "x", "y").with(s()).render();
+        let both = Chart::new("t", "x", "y")
+            .y2("z")
+            .with(s())
+            .with(s().right())
+            .render();
+        assert_eq!(plot(&left), plot(&both));
     }
 }

@@ -7,7 +7,7 @@
 
 use std::fmt::Write as _;
 
-use super::html::table;
+use super::html::{column_notes, table};
 use super::summary::{seed002_columns, Summary};
 use super::svg::{esc, Chart, Series};
 use crate::sampler::SampleRow;
@@ -112,6 +112,7 @@ pub fn render(workload: &str, vary: &str, runs: &[SweepRun]) -> String {
         rows.push(row);
     }
     o.push_str(&table(&head, &rows, &[0]));
+    o.push_str(&column_notes(&head));
     let op = runs
         .first()
         .map_or("ops".to_string(), |r| r.summary.op.clone());

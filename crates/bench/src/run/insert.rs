@@ -17,7 +17,9 @@ use crate::error::BenchResult;
 use crate::insert::client::{query_loop, ClientState, KINDS, KIND_INDEX, KIND_INSERT, KIND_QUERY};
 use crate::insert::schema::ClientTables;
 use crate::insert::step::Step;
-use crate::report::summary::{flushing_line, StepSummary, Summary};
+use crate::report::summary::{
+    column_notes_text, flushing_line, machine_line, StepSummary, Summary,
+};
 use crate::report::{default_out, now_unix_s, write_results};
 use crate::sampler::{Clients, SampleRow, Sampler};
 use crate::stability::{ips99, windows};
@@ -383,11 +385,20 @@ fn finish(
             .collect::<Vec<_>>()
             .join(" "),
     );
+    let names: Vec<&str> = cols.iter().map(|c| c.0).collect();
+    con.result(&format!(
+        "where (one operation = one of {op}):\n{}",
+        column_notes_text(&names).trim_end()
+    ));
     con.result(&format!(
         "stability ({op}/s): mean {:.1}, p1 {:.1}, min {:.1}, cv {:.3}, seconds below half mean {}, zero seconds {}, longest zero run {}",
         s.throughput_mean, s.throughput_p1, s.throughput_min, s.throughput_cv, s.seconds_below_half_mean, s.zero_seconds, s.longest_zero_run
     ));
     con.result(&flushing_line(&s));
+    if let Some(io) = &s.io {
+        con.result(&io.lines());
+    }
+    con.result(&machine_line(&s));
     con.result(&format!("results in {}", out_dir.display()));
     con.json(&serde_json::to_string_pretty(&s).unwrap_or_default());
     Ok(RunOutput {

@@ -4,6 +4,7 @@
 //! this file holds what they share.
 
 pub mod console;
+pub mod defaults;
 pub mod engine;
 pub mod insert;
 pub mod kv;

@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 use crate::cli::{InsertArgs, TpccArgs};
 use crate::error::{BenchError, BenchResult};
 use crate::insert::step::Step;
+use crate::report::summary::column_notes_text;
 use crate::report::sweep::{render, text_table, SweepRun};
 use crate::report::{now_unix_s, utc_stamp};
 use crate::run::engine::{is_persistent, shapes_data};
@@ -239,7 +240,10 @@ pub fn run_sweep_with(
         serde_json::to_string_pretty(&summaries).map_err(|e| BenchError::Data(e.to_string()))?;
     write(&out_dir.join("sweep.json"), &json)?;
     if !base.quiet && !base.json {
-        print!("{}", text_table(&sweep));
+        let text = text_table(&sweep);
+        print!("{text}");
+        let head: Vec<&str> = text.lines().next().unwrap_or("").split(' ').collect();
+        print!("where:\n{}", column_notes_text(&head));
         println!("sweep results in {}", out_dir.display());
     }
     Ok(SweepOutput { out_dir, runs })

@@ -18,7 +18,7 @@ use super::{
 use crate::driver::Driver;
 use crate::error::{BenchError, BenchResult};
 use crate::recorder::Recorder;
-use crate::report::summary::{flushing_line, RunEvent, Summary};
+use crate::report::summary::{flushing_line, machine_line, RunEvent, Summary};
 use crate::report::{default_out, now_unix_s, write_results};
 use crate::sampler::{Clients, SampleRow, Sampler};
 use crate::tpcc::check::{check, CheckReport};
@@ -332,6 +332,10 @@ fn finish(
         s.throughput_mean, s.throughput_p1, s.throughput_min, s.throughput_cv, s.seconds_below_half_mean, s.zero_seconds, s.longest_zero_run
     ));
     con.result(&flushing_line(&s));
+    if let Some(io) = &s.io {
+        con.result(&io.lines());
+    }
+    con.result(&machine_line(&s));
     con.result(&format!(
         "<TpmC>\n{:>24.3} TpmC\ntpmC: {:.1}, tpmTotal: {:.1}",
         s.tpmc.unwrap_or(0.0),

@@ -1,8 +1,11 @@
 //! The per-second sampler. Client threads record into their own `Recorder`s (`Clients`); once a
 //! second the run loop calls `Sampler::tick`, which drains them, reads the engine's status and
 //! the process and device counters, and returns one `SampleRow`: throughput and latency
-//! percentiles of the interval, engine gauges and counter differences, CPU %, RSS, and bytes
-//! read and written (a peer's server process included). Rows are what timeseries.csv, the report and the stability figures use.
+//! percentiles of the interval, engine gauges and counter differences, CPU %, RSS, bytes
+//! read and written (a peer's server process included), and the machine's load average and the
+//! CPU that other processes used (the machine's busy CPU less this process's and the server's),
+//! so a busy neighbour can be told from the engine.
+//! Rows are what timeseries.csv, the report and the stability figures use.
 
 pub mod proc;
 
@@ -15,7 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::driver::{Driver, EngineStats};
 use crate::recorder::Recorder;
-use proc::{dir_size, DiskCounters, ProcCounters, ProcReader};
+use proc::{dir_size, DiskCounters, MachineCounters, ProcCounters, ProcReader};
 
 /// The recorders of all client threads of a run, plus what the sampler needs to label them.
 pub struct Clients {
@@ -138,6 +141,11 @@ pub struct SampleRow {
     pub dev_read_bytes: Option<u64>,
     pub dev_write_bytes: Option<u64>,
     pub size_bytes: Option<u64>,
+    /// The machine's 1-minute load average at the end of the interval.
+    pub load_avg_1m: Option<f64>,
+    /// CPU used by every other process in the interval, % of one CPU (the machine's busy CPU
+    /// time less this process's).
+    pub other_cpu_pct: Option<f64>,
     /// What the run changed right after this interval (`--at` schedules), `; `-separated.
     pub event: Option<String>,
 }
@@ -160,6 +168,7 @@ pub struct Sampler {
     engine: EngineStats,
     proc_before: ProcCounters,
     disk_before: Option<DiskCounters>,
+    machine_before: Option<MachineCounters>,
     reader: ProcReader,
     data_dir: Option<PathBuf>,
 }
@@ -176,6 +185,7 @@ impl Sampler {
             engine: driver.stats(),
             proc_before: reader.process(),
             disk_before: reader.disk(),
+            machine_before: reader.machine(),
             reader,
             data_dir,
         }
@@ -205,6 +215,14 @@ impl Sampler {
         let e = driver.stats();
         let p = self.reader.process();
         let disk = self.reader.disk();
+        let machine = self.reader.machine();
+        let own_cpu_s = (p.cpu_s - self.proc_before.cpu_s).max(0.0);
+        let other_cpu_pct = match (machine, self.machine_before) {
+            (Some(m), Some(b)) => {
+                Some(100.0 * (m.busy_cpu_s - b.busy_cpu_s - own_cpu_s).max(0.0) / secs)
+            }
+            _ => None,
+        };
         let prim = &self.interval.kinds[clients.primary().min(self.interval.kinds.len() - 1)];
         let kinds = clients
             .kind_names
@@ -263,7 +281,7 @@ impl Sampler {
             ),
             log_write_bytes: delta(e.log_bytes_written, b.log_bytes_written),
             log_fsyncs: delta(e.log_fsyncs, b.log_fsyncs),
-            cpu_pct: 100.0 * (p.cpu_s - self.proc_before.cpu_s).max(0.0) / secs,
+            cpu_pct: 100.0 * own_cpu_s / secs,
             rss_bytes: p.rss_bytes,
             io_read_bytes: p.read_bytes.saturating_sub(self.proc_before.read_bytes),
             io_write_bytes: p.write_bytes.saturating_sub(self.proc_before.write_bytes),
@@ -284,11 +302,14 @@ impl Sampler {
                     .saturating_sub(self.disk_before.map_or(0, |b| b.write_bytes))
             }),
             size_bytes: self.data_dir.as_deref().map(dir_size),
+            load_avg_1m: machine.map(|m| m.load_avg_1m),
+            other_cpu_pct,
             event: None,
         };
         self.engine = e;
         self.proc_before = p;
         self.disk_before = disk;
+        self.machine_before = machine;
         row
     }
 }

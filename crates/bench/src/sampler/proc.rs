@@ -1,9 +1,12 @@
 //! Process and device counters from Linux's /proc: CPU time (utime + stime of /proc/self/stat,
 //! in USER_HZ = 100 ticks per second), RSS (VmRSS of /proc/self/status), bytes that reached the
 //! storage layer (read_bytes, write_bytes of /proc/self/io) — summed with the same counters of
-//! a peer engine's server process when the driver names one — and the reads, writes and sectors
-//! of the device holding the data directory (/proc/diskstats). Parsers take the file text, so
-//! they are tested on fixed strings; a missing or odd file gives `None`, never a panic.
+//! a peer engine's server process when the driver names one — the reads, writes and sectors
+//! of the device holding the data directory (/proc/diskstats), and what the whole machine does:
+//! its 1-minute load average (/proc/loadavg) and the CPU time all processes used (the busy
+//! fields of /proc/stat's `cpu` line, same ticks), from which the sampler takes this process's
+//! share to show what its neighbours used. Parsers take the file text, so they are tested on
+//! fixed strings; a missing or odd file gives `None`, never a panic.
 
 use std::path::Path;
 
@@ -19,6 +22,15 @@ pub struct ProcCounters {
     pub rss_bytes: u64,
     pub read_bytes: u64,
     pub write_bytes: u64,
+}
+
+/// What the whole machine did: load average and CPU time used by every process.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct MachineCounters {
+    /// The 1-minute load average (runnable plus uninterruptible tasks, decayed).
+    pub load_avg_1m: f64,
+    /// CPU seconds all CPUs spent busy (not idle, not waiting for I/O) since boot.
+    pub busy_cpu_s: f64,
 }
 
 /// Cumulative counters of a block device (or a sum of devices).
@@ -56,6 +68,28 @@ pub fn parse_io(text: &str) -> Option<(u64, u64)> {
             .and_then(|v| v.trim().parse().ok())
     };
     Some((field("read_bytes:")?, field("write_bytes:")?))
+}
+
+/// The 1-minute load average from /proc/loadavg text.
+pub fn parse_loadavg(text: &str) -> Option<f64> {
+    text.split_whitespace().next()?.parse().ok()
+}
+
+/// Busy CPU seconds of all CPUs from /proc/stat text: user, nice, system, irq, softirq and
+/// steal of the `cpu` line (idle and iowait left out; guest time is already inside user).
+pub fn parse_stat_busy_s(text: &str) -> Option<f64> {
+    let line = text.lines().find(|l| l.starts_with("cpu "))?;
+    let f: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .map(|v| v.parse().ok())
+        .collect::<Option<_>>()?;
+    // user nice system idle iowait irq softirq steal [guest guest_nice]
+    let busy = [0usize, 1, 2, 5, 6, 7]
+        .iter()
+        .map(|&i| f.get(i).copied().unwrap_or(0))
+        .sum::<u64>();
+    (f.len() >= 4).then_some(busy as f64 / TICKS_PER_S)
 }
 
 /// Counters of the devices selected by `pick(major, minor, name)` from /proc/diskstats text.
@@ -117,6 +151,15 @@ impl ProcReader {
             c.write_bytes += s.write_bytes;
         }
         c
+    }
+
+    /// The machine's load average and busy CPU time; `None` where /proc is not readable.
+    pub fn machine(&self) -> Option<MachineCounters> {
+        let read = |p: &str| std::fs::read_to_string(p).ok();
+        Some(MachineCounters {
+            load_avg_1m: parse_loadavg(&read("/proc/loadavg")?)?,
+            busy_cpu_s: parse_stat_busy_s(&read("/proc/stat")?)?,
+        })
     }
 
     /// The data directory's device if it is listed, else the sum of whole physical disks.
@@ -210,6 +253,12 @@ mod tests {
         );
         assert!(parse_diskstats(ds, &|_, _, n| n == "nvme0n1").is_none());
         assert!(parse_stat_cpu_s("garbage").is_none());
+        assert_eq!(parse_loadavg("1.70 0.75 0.30 4/106 7480\n"), Some(1.7));
+        assert!(parse_loadavg("").is_none());
+        let stat = "cpu  1000 50 200 9000 300 10 20 30 0 0\ncpu0 500 25 100 4500 150 5 10 15 0 0\n";
+        // user + nice + system + irq + softirq + steal = 1310 ticks.
+        assert_eq!(parse_stat_busy_s(stat), Some(13.1));
+        assert!(parse_stat_busy_s("intr 1 2 3\n").is_none());
     }
 
     #[test]
@@ -221,5 +270,9 @@ mod tests {
             .with_server(Some(std::process::id()))
             .process();
         assert!(both.rss_bytes > p.rss_bytes);
+        let m = ProcReader::new(None)
+            .machine()
+            .expect("/proc/stat and /proc/loadavg");
+        assert!(m.busy_cpu_s > 0.0 && m.load_avg_1m >= 0.0);
     }
 }

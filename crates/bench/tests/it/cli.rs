@@ -146,5 +146,9 @@ fn sweep_writes_one_table() {
     assert!(table.contains("model.clients=2"));
     let page = std::fs::read_to_string(out.path().join("sweep.html")).expect("sweep.html");
     assert_eq!(page.matches("<svg").count(), 2);
+    assert!(
+        page.contains("<dt>Mcpu/i</dt><dd>CPU microseconds"),
+        "columns explained"
+    );
     assert!(out.path().join("clients=1").join("report.html").is_file());
 }

@@ -1,13 +1,15 @@
 //! The report renders from a recorded time series (written as timeseries.csv and read back),
-//! and its inline SVG parses as XML with the expected charts: this is the SVG-parse variant of
-//! the check (no headless browser), counting `<svg>` charts and the points of their
-//! polylines.
+//! and its inline SVG parses as XML with the expected charts, counting `<svg>` charts and the
+//! points of their polylines, and checking the layout rules: every chart's plot area spans the
+//! same x range, the x axis ends at the run's last second, the warm-up is a labelled band,
+//! legends stay inside the chart. `report_lays_out_in_headless_chromium` checks the same
+//! rules on what a real browser draws (text widths measured, not estimated).
 
 use evenkeel_bench::report::summary::Summary;
-use evenkeel_bench::report::{csv, html, read_results, write_results};
+use evenkeel_bench::report::{csv, html, read_results, svg, write_results};
 use evenkeel_bench::sampler::{KindInterval, SampleRow};
 
-fn recorded() -> Vec<SampleRow> {
+pub(crate) fn recorded() -> Vec<SampleRow> {
     (1..=60u64)
         .map(|t| SampleRow {
             t_s: t,
@@ -70,12 +72,14 @@ fn recorded() -> Vec<SampleRow> {
             dev_read_bytes: Some(40_960),
             dev_write_bytes: Some(3_604_480),
             size_bytes: Some(1_000_000_000),
+            load_avg_1m: Some(1.5 + (t % 3) as f64),
+            other_cpu_pct: Some(if (40..45).contains(&t) { 150.0 } else { 10.0 }),
             event: (t == 20).then(|| "set adaptive_flushing=steady".into()),
         })
         .collect()
 }
 
-fn svgs(page: &str) -> Vec<&str> {
+pub(crate) fn svgs(page: &str) -> Vec<&str> {
     let mut out = Vec::new();
     let mut rest = page;
     while let Some(at) = rest.find("<svg") {
@@ -97,6 +101,8 @@ fn report_renders_from_recorded_series_and_svg_parses() {
     let config = [
         ("evenkeel.checkpoint_async_point_pct", "88"),
         ("evenkeel.checkpoint_sync_point_pct", "94"),
+        ("evenkeel.page_size", "4096"),
+        ("evenkeel.buffer_pool_size", "64M"),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -155,9 +161,14 @@ fn report_renders_from_recorded_series_and_svg_parses() {
                 })
                 .collect();
             assert!(pairs.len() >= 6, "{} points", pairs.len());
+            let height: f64 = root
+                .attribute("height")
+                .expect("height")
+                .parse()
+                .expect("h");
             assert!(pairs
                 .iter()
-                .all(|&(x, y)| (0.0..=860.0).contains(&x) && (0.0..=320.0).contains(&y)));
+                .all(|&(x, y)| (0.0..=860.0).contains(&x) && (0.0..=height).contains(&y)));
             let stroke = l.attribute("stroke").expect("stroke");
             assert!(
                 evenkeel_bench::report::svg::PALETTE.contains(&stroke),
@@ -253,6 +264,119 @@ fn report_renders_from_recorded_series_and_svg_parses() {
         .iter()
         .any(|x| x == "set adaptive_flushing=steady"));
     assert!(page.contains("<h2>Flushing</h2>"));
+    layout_rules_hold(&charts, &titles);
+    // The machine beside the run: the CPU chart has the other processes and the load average.
+    let cpu = chart("CPU: this process, other processes and the machine's load");
+    assert_eq!(
+        names(&cpu),
+        ["this process", "other processes", "load average"]
+    );
+    assert!(texts(&cpu).iter().any(|x| x == "load average (right axis)"));
+    assert_eq!(s.other_cpu_pct_max, Some(150.0));
+    assert!(s.load_avg_1m_mean.is_some_and(|l| (2.0..3.0).contains(&l)));
+    // Every summary column is explained under the table.
+    for (col, _) in evenkeel_bench::report::summary::seed002_columns(&s) {
+        let note = evenkeel_bench::report::summary::column_note(col);
+        assert!(note.is_some(), "column {col} has no note");
+    }
+    for (col, meaning) in [
+        ("ips.av", "operations per second, mean"),
+        ("r/i", "storage reads per operation"),
+        ("Mcpu/i", "CPU microseconds of this process per operation"),
+    ] {
+        assert!(
+            page.contains(&format!("<dt>{col}</dt><dd>{meaning}")),
+            "note for {col}"
+        );
+    }
+    // 10 pages of 4 KiB a second, all 40,960 bytes from storage, 1 GB of data in a 64 MiB pool.
+    let io = s.io.as_ref().expect("io figures");
+    assert_eq!(io.os_cache_read_pct, Some(0.0));
+    assert_eq!(io.io_bound, Some(true));
+    assert!(page.contains("<h2>IO and the machine</h2>"));
+    assert!(
+        page.contains(&svg::esc(&io.verdict())),
+        "the verdict is on the page"
+    );
+}
+
+/// The numbers of an element's attribute.
+fn num(n: &roxmltree::Node<'_, '_>, attr: &str) -> f64 {
+    n.attribute(attr)
+        .unwrap_or_else(|| panic!("{attr} on {:?}", n.tag_name()))
+        .parse()
+        .unwrap_or_else(|_| panic!("{attr} is a number"))
+}
+
+/// The layout rules of every chart, read from the SVG: the same plot x range everywhere, the
+/// x axis ends at the run's last second (60), the warm-up (seconds 0 to 5) is a labelled band,
+/// and each legend entry's estimated width stays inside the chart.
+fn layout_rules_hold(charts: &[&str], titles: &[String]) {
+    let mut plots = Vec::new();
+    for (svg, title) in charts.iter().zip(titles) {
+        let doc = roxmltree::Document::parse(svg).expect("parses");
+        let root = doc.root_element();
+        let width = num(&root, "width");
+        let plot = doc
+            .descendants()
+            .find(|n| n.attribute("class") == Some("plot"))
+            .expect("plot area");
+        let (px, pw) = (num(&plot, "x"), num(&plot, "width"));
+        plots.push((px, pw));
+        let right_edge = doc
+            .descendants()
+            .filter(|n| n.has_tag_name("polyline"))
+            .flat_map(|l| {
+                l.attribute("points")
+                    .unwrap_or("")
+                    .split_whitespace()
+                    .filter_map(|p| p.split_once(',')?.0.parse::<f64>().ok())
+                    .collect::<Vec<_>>()
+            })
+            .fold(f64::MIN, f64::max);
+        assert!(
+            (right_edge - (px + pw)).abs() < 0.11,
+            "{title}: the last second is the right edge of the plot ({right_edge} vs {})",
+            px + pw
+        );
+        let band = doc
+            .descendants()
+            .find(|n| n.attribute("class") == Some("band"))
+            .unwrap_or_else(|| panic!("{title}: a warm-up band"));
+        assert!(
+            (num(&band, "x") - px).abs() < 0.11,
+            "{title}: band starts at 0"
+        );
+        let band_w = num(&band, "width");
+        assert!(
+            (band_w - pw * 5.0 / 60.0).abs() < 0.2,
+            "{title}: band ends at second 5: {band_w}"
+        );
+        assert!(doc
+            .descendants()
+            .any(|n| n.attribute("class") == Some("band-label")
+                && n.text() == Some("warm-up (not measured)")));
+        for g in doc
+            .descendants()
+            .filter(|n| n.attribute("class") == Some("legend"))
+        {
+            let t = g.children().find(|c| c.has_tag_name("text")).expect("text");
+            let end = num(&t, "x") + svg::text_width(t.text().unwrap_or(""));
+            assert!(
+                end <= width,
+                "{title}: legend {:?} ends at {end} > {width}",
+                t.text()
+            );
+            assert!(
+                num(&t, "y") <= num(&root, "height"),
+                "{title}: legend below the chart"
+            );
+        }
+    }
+    assert!(
+        plots.windows(2).all(|w| w[0] == w[1]),
+        "every chart's plot area has the same x range: {plots:?}"
+    );
 }
 
 #[test]
@@ -298,6 +422,9 @@ fn results_dir_round_trips() {
         "sync_point_seconds",
         "log_space_seconds",
         "flush_policy",
+        "load_avg_1m_mean",
+        "other_cpu_pct_mean",
+        "io",
     ] {
         assert!(json.get(field).is_some(), "summary.json lacks {field}");
     }

@@ -12,7 +12,7 @@
 //! three entries of every row — no entry missing, none left by a deleted row.
 
 use super::acklog::{append, numbers};
-use super::child::{run_threads, ChildCtx};
+use super::workload::{run_threads, ChildCtx};
 use super::{Broken, Model, Verified};
 use evenkeel_bench::codec::RowCodec;
 use evenkeel_bench::driver::evenkeel::EvenkeelDriver;

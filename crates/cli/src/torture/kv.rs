@@ -16,7 +16,7 @@
 //! becomes the model of the next cycle.
 
 use super::acklog::{append, numbers};
-use super::child::{run_threads, transact, ChildCtx};
+use super::workload::{run_threads, transact, ChildCtx};
 use super::{Broken, Model, Verified};
 use evenkeel_bench::driver::evenkeel::EvenkeelDriver;
 use evenkeel_bench::driver::{scan_chunked, Driver};

@@ -11,7 +11,7 @@
 //! of clause 3.3.2 (1-10 and 12) hold — the same check as `evenkeel check --tpcc`.
 
 use super::acklog::{append, numbers};
-use super::child::{run_threads, transact, ChildCtx};
+use super::workload::{run_threads, transact, ChildCtx};
 use super::{Broken, Model, Verified};
 use crate::failure::Failure;
 use evenkeel::{Database, Options};

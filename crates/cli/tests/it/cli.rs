@@ -567,14 +567,15 @@ fn every_command_has_help_and_only_working_commands_are_listed() {
     assert_eq!(
         listed,
         [
-            "load", "dump", "check", "status", "options", "bench", "sweep", "torture", "soak",
-            "help"
+            "load", "dump", "check", "recover", "status", "options", "bench", "sweep", "torture",
+            "soak", "help"
         ]
     );
     for cmd in [
         "load",
         "dump",
         "check",
+        "recover",
         "status",
         "options",
         "help-options",

@@ -190,6 +190,17 @@ impl Run {
         let acked = start + read_acks(&ack).0;
 
         let dir = self.dir.to_str().expect("utf-8 path");
+        // the read-only commands refuse a database that needs recovery: recover it first
+        let recover = self
+            .command(&["recover", dir])
+            .output()
+            .expect("run recover");
+        assert!(
+            recover.status.success(),
+            "{ctx}: recover failed after the kill ({}):\n{}",
+            recover.status,
+            String::from_utf8_lossy(&recover.stderr)
+        );
         let check = self.command(&["check", dir]).output().expect("run check");
         let check_err = String::from_utf8_lossy(&check.stderr);
         assert!(

@@ -4,8 +4,10 @@
 //! workload and shows it catches a planted lost acknowledgement.
 
 mod cli;
+mod damaged;
 mod fuzz;
 mod kill;
 
 mod salvage;
+mod surface;
 mod torture;

@@ -16,7 +16,7 @@ impl Tree {
     pub fn delete(&self, cx: &Ctx<'_>, key: &[u8]) -> Result<bool> {
         let emptied = {
             let _smo = self.smo.read();
-            let mut mtr = Mtr::new(cx.pool, cx.dur);
+            let mut mtr = Mtr::new(cx.pool, cx.space);
             let leaf = self.leaf_for_write(cx, &mut mtr, key)?;
             let Ok(i) = node::search(mtr.peek(leaf), key) else {
                 return Ok(false);
@@ -42,7 +42,7 @@ impl Tree {
     /// Under the exclusive SMO latch: if the leaf for `key` is still empty, unlink and free it,
     /// then free ancestors left without children and collapse the root.
     fn reclaim_empty_leaf(&self, cx: &Ctx<'_>, key: &[u8]) -> Result<()> {
-        let mut mtr = Mtr::new(cx.pool, cx.dur);
+        let mut mtr = Mtr::new(cx.pool, cx.space);
         let path = self.latch_path(cx, &mut mtr, key)?;
         let leaf = path[path.len() - 1].0;
         if path.len() < 2 || node::nslots(mtr.peek(leaf)) > 0 {
@@ -141,7 +141,7 @@ impl Tree {
         let mut freed = 0;
         // leaves first (deepest pages are last in `pages`), the root last
         for &pid in pages.iter().rev() {
-            let mut mtr = Mtr::new(cx.pool, cx.dur);
+            let mut mtr = Mtr::new(cx.pool, cx.space);
             let s = mtr.write(pid)?;
             let hs = mtr.write(HEADER_PAGE)?;
             let b = mtr.peek(s);

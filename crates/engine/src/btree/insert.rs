@@ -158,7 +158,7 @@ impl Tree {
         inline: bool,
         new_cell: usize,
     ) -> Result<bool> {
-        let mut mtr = Mtr::new(cx.pool, cx.dur);
+        let mut mtr = Mtr::new(cx.pool, cx.space);
         let leaf = self.leaf_for_write(cx, &mut mtr, key)?;
         let plan = plan_leaf(mtr.peek(leaf), key, new_cell);
         if !plan.fits {
@@ -241,7 +241,7 @@ impl Tree {
         new_cell: usize,
     ) -> Result<()> {
         let ps = cx.pool.page_size();
-        let mut mtr = Mtr::new(cx.pool, cx.dur);
+        let mut mtr = Mtr::new(cx.pool, cx.space);
         let path = self.latch_path(cx, &mut mtr, key)?;
         let leaf = path[path.len() - 1].0;
         let plan = plan_leaf(mtr.peek(leaf), key, new_cell);

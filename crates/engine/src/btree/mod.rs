@@ -42,7 +42,7 @@ pub const MAX_DEPTH: usize = 32;
 /// What an operation needs from the engine below the tree.
 pub struct Ctx<'a> {
     pub pool: &'a BufferPool,
-    pub dur: &'a crate::flush::Durability,
+    pub space: &'a crate::wal::LogSpace,
 }
 
 /// Counters of structure modifications.

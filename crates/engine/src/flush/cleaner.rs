@@ -9,7 +9,7 @@
 //! io_capacity takes effect within one loop. Never: latch pages itself (it only calls pool
 //! functions that skip busy pages) or hold a lock across a write.
 
-use super::policy::{self, FlushInputs, FlushPlan, FlushPolicy};
+use super::policy::{self, FlushInputs, FlushPlan, FlushPolicy, Policy};
 use super::sample::Sample;
 use super::{Durability, FLUSH_BATCH_PAGES};
 use crate::error::Result;
@@ -40,8 +40,8 @@ struct Meter {
 
 pub fn run(dur: Arc<Durability>) {
     let started = Instant::now();
-    let mut policy_name = String::new();
-    let mut policy: Box<dyn FlushPolicy> = Box::new(NoPolicy);
+    let mut policy_kind: Option<FlushPolicy> = None;
+    let mut policy: Box<dyn Policy> = policy::make(FlushPolicy::default());
     let mut meter = Meter {
         redo_rates: VecDeque::new(),
         flushed: VecDeque::new(),
@@ -80,13 +80,9 @@ pub fn run(dur: Arc<Durability>) {
         let elapsed = last.elapsed().as_secs_f64().max(0.001);
         last = Instant::now();
         let knobs = dur.knobs.read().clone();
-        let name = policy::POLICY_NAMES
-            .get(knobs.adaptive_flushing)
-            .copied()
-            .unwrap_or("steady");
-        if name != policy_name {
-            policy = policy::make(name).unwrap_or_else(|| Box::new(NoPolicy));
-            policy_name = name.to_string();
+        if policy_kind != Some(knobs.adaptive_flushing) {
+            policy = policy::make(knobs.adaptive_flushing);
+            policy_kind = Some(knobs.adaptive_flushing);
         }
         dur.pool
             .set_read_ahead(knobs.read_ahead as u8, knobs.read_ahead_threshold as u32);
@@ -285,7 +281,7 @@ const CHECKPOINT_EVERY: Duration = Duration::from_millis(20);
 /// the lock, through whichever doublewrite segment is free: batches are taken in flush-list
 /// order, are disjoint, and up to `write_io_threads` are in flight at once.
 /// LRU cleaning is the LRU cleaner's (lru.rs).
-fn carry_out(dur: &Durability, plan: &FlushPlan, knobs: &crate::Options) -> Result<u64> {
+fn carry_out(dur: &Durability, plan: &FlushPlan, knobs: &crate::options::Options) -> Result<u64> {
     let threads = (knobs.page_cleaners as usize).clamp(1, dur.pool.instance_count());
     if plan.flush_list_pages == 0 {
         return Ok(0);
@@ -490,18 +486,5 @@ impl SampleBase {
             data_fsyncs: self.data_syncs.saturating_sub(b.data_syncs),
             commits: d(7),
         }
-    }
-}
-
-/// Used only if a policy name were unknown (options validation prevents it): flushes nothing
-/// beyond the shared limits.
-struct NoPolicy;
-
-impl FlushPolicy for NoPolicy {
-    fn name(&self) -> &'static str {
-        "none"
-    }
-    fn plan(&mut self, _: &FlushInputs) -> FlushPlan {
-        FlushPlan::default()
     }
 }

@@ -1,15 +1,13 @@
-//! flush: when and how much to write back, and the checkpoint that trails the redo log.
+//! flush: when and how much to write back.
 //!
-//! Owns the [`Durability`] state shared by every writer: the log, the checkpoint fence, the
-//! COMMIT LSNs of transactions still applying, admission at the async/sync flush points, and
-//! the background flusher thread. `buffer` knows how to write pages (and keeps the WAL rule);
-//! this module decides when and how many.
+//! Owns the [`Durability`] state of the write path above the log: admission at the async/sync
+//! flush points, log-space reservations of transactions in flight, the page cleaner and LRU
+//! cleaner threads and their policies, the per-second samples, and the engine's poison flag.
+//! It frees log space for writers that find the log full ([`MakeRoom`], registered with the
+//! log's [`LogSpace`], which owns the checkpoint fence and computation, invariant 2). `buffer`
+//! knows how to write pages (and keeps the WAL rule); this module decides when and how many.
 //!
 //! Invariants (docs/invariants.md):
-//! - 2: checkpoint LSN = min(log end, oldest_modification of every dirty page, COMMIT LSN of
-//!   every transaction still applying). The fence makes "append a group, then put its pages on
-//!   the flush list" atomic with respect to computing that minimum: an mtr holds the fence
-//!   shared from append to stamping, the checkpoint takes it exclusive to compute.
 //! - Past the async point (`checkpoint_async_pct` of capacity) the flusher writes as fast as it
 //!   can; past the sync point (`checkpoint_sync_pct`) a committing thread flushes oldest pages
 //!   itself before it may append more, and the time it waits is counted. The sync point leaves
@@ -26,17 +24,15 @@ use crate::buffer::BufferPool;
 use crate::error::{Error, Result};
 use crate::options::Options;
 use crate::types::Lsn;
-use crate::wal::{Log, LsnRange};
-use parking_lot::{Condvar, Mutex, RwLock, RwLockReadGuard};
-use std::collections::BTreeMap;
+use crate::wal::space::LOG_SPACE_WAIT_MAX;
+use crate::wal::{Log, LogSpace, MakeRoom};
+use parking_lot::{Condvar, Mutex, RwLock};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Pages written per doublewrite batch.
 pub const FLUSH_BATCH_PAGES: usize = 64;
-/// How long a thread may wait for log space before the engine gives up and poisons itself.
-const LOG_SPACE_WAIT_MAX: Duration = Duration::from_secs(30);
 /// How long a commit under steady waits for the page cleaner to free log room before it
 /// flushes for room itself ([`Durability::wait_for_room`]): ten cleaner loops at their
 /// shortest under pressure (10 ms).
@@ -71,16 +67,14 @@ pub struct FlushCounters {
     /// Waits for log space below the sync point (reservations of transactions in flight).
     pub log_space_waits: AtomicU64,
     pub log_space_wait_us: AtomicU64,
-    pub log_full_waits: AtomicU64,
-    pub checkpoints: AtomicU64,
     pub async_point_seconds: AtomicU64,
 }
 
 pub struct Durability {
     pub log: Arc<Log>,
+    /// The log's space: fence, applying transactions, the checkpoint computation.
+    pub space: Arc<LogSpace>,
     pub pool: Arc<BufferPool>,
-    fence: RwLock<()>,
-    applying: Mutex<BTreeMap<u64, u32>>,
     reserved: AtomicU64,
     /// The checkpoint LSN that commits waiting for log room (steady, [`Durability::wait_for_room`])
     /// need; the page cleaner writes every page below it first. 0: none asked.
@@ -109,12 +103,14 @@ pub struct Durability {
 }
 
 impl Durability {
-    pub fn new(log: Arc<Log>, pool: Arc<BufferPool>, knobs: Options) -> Self {
-        Durability {
+    /// The durability state over `log` and `pool`; it frees log space for writers that find
+    /// the log full (registered with the log's [`LogSpace`] as its [`MakeRoom`]).
+    pub fn new(log: Arc<Log>, pool: Arc<BufferPool>, knobs: Options) -> Arc<Self> {
+        let space = Arc::new(LogSpace::new(log.clone()));
+        let dur = Arc::new(Durability {
             log,
+            space,
             pool,
-            fence: RwLock::new(()),
-            applying: Mutex::new(BTreeMap::new()),
             reserved: AtomicU64::new(0),
             room_target: AtomicU64::new(0),
             admit_waiters: AtomicU64::new(0),
@@ -131,7 +127,10 @@ impl Durability {
             wake_cv: Condvar::new(),
             stop: AtomicBool::new(false),
             poison: Mutex::new(None),
-        }
+        });
+        let weak = Arc::downgrade(&dur);
+        dur.space.set_make_room(weak);
+        dur
     }
 
     /// Fails once the engine has stopped accepting writes (invariant 5): after a failure that
@@ -154,70 +153,6 @@ impl Durability {
             tracing::error!("evenkeel stops accepting writes: {e}");
             *p = Some(e.to_string());
             self.pool.poison(&e.to_string());
-        }
-    }
-
-    pub fn fence_shared(&self) -> RwLockReadGuard<'_, ()> {
-        self.fence.read()
-    }
-
-    /// Appends an mtr group; on a full log, wakes the flusher and flushes oldest pages itself
-    /// (without the fence; pages latched by anyone, itself included, are skipped) until the
-    /// checkpoint makes room.
-    /// The caller holds `fence` from before this call until its pages are stamped.
-    pub fn append_fenced<'a>(
-        &'a self,
-        payload: &[u8],
-    ) -> Result<(LsnRange, RwLockReadGuard<'a, ()>)> {
-        let start = Instant::now();
-        loop {
-            let fence = self.fence.read();
-            match self.log.append_range(payload) {
-                Ok(r) => return Ok((r, fence)),
-                Err(Error::LogFull { .. }) => {
-                    drop(fence);
-                    self.counters.log_full_waits.fetch_add(1, Ordering::Relaxed);
-                    self.wake_flusher();
-                    // Make room itself too: at open, recovery re-applies transactions before
-                    // any page cleaner runs, and a log that crashed nearly full filled up under
-                    // them (found by the crash campaign: "the redo log stayed full for 30s").
-                    let before = self.log.checkpoint_lsn();
-                    let n = self.flush_oldest(FLUSH_BATCH_PAGES)?;
-                    self.checkpoint()?;
-                    if n > 0 || self.log.checkpoint_lsn() > before {
-                        continue;
-                    }
-                    if start.elapsed() > LOG_SPACE_WAIT_MAX {
-                        let e = Error::Poisoned(format!(
-                            "the redo log stayed full for {}s: checkpoints could not advance",
-                            LOG_SPACE_WAIT_MAX.as_secs()
-                        ));
-                        self.poison(&e);
-                        return Err(e);
-                    }
-                    std::thread::sleep(Duration::from_millis(1));
-                }
-                Err(e) => {
-                    self.poison(&e);
-                    return Err(e);
-                }
-            }
-        }
-    }
-
-    /// Registers a transaction whose COMMIT group starts at `lsn` and is still being applied:
-    /// the checkpoint may not pass it. Called with the fence held.
-    pub fn begin_applying(&self, lsn: Lsn) {
-        *self.applying.lock().entry(lsn.0).or_insert(0) += 1;
-    }
-
-    pub fn end_applying(&self, lsn: Lsn) {
-        let mut a = self.applying.lock();
-        if let Some(n) = a.get_mut(&lsn.0) {
-            *n -= 1;
-            if *n == 0 {
-                a.remove(&lsn.0);
-            }
         }
     }
 
@@ -496,28 +431,12 @@ impl Durability {
         self.pool.flush_batch(&fids).inspect_err(|e| self.poison(e))
     }
 
-    /// Fuzzy checkpoint: computes the checkpoint LSN under the fence, then writes it.
+    /// Fuzzy checkpoint ([`LogSpace::checkpoint`] over the pool's oldest dirty page); a
+    /// failed checkpoint write poisons the engine.
     pub fn checkpoint(&self) -> Result<Lsn> {
-        let pool = &self.pool;
-        let target = {
-            let _f = self.fence.write();
-            let mut cp = self.log.current_lsn();
-            if let Some(o) = pool.oldest_modification() {
-                cp = cp.min(o);
-            }
-            if let Some((&a, _)) = self.applying.lock().first_key_value() {
-                cp = cp.min(Lsn(a));
-            }
-            cp
-        };
-        if target > self.log.checkpoint_lsn() {
-            self.log
-                .flush_to(target, true)
-                .and_then(|()| self.log.write_checkpoint(target))
-                .inspect_err(|e| self.poison(e))?;
-            self.counters.checkpoints.fetch_add(1, Ordering::Relaxed);
-        }
-        Ok(self.log.checkpoint_lsn())
+        self.space
+            .checkpoint(|| self.pool.oldest_modification())
+            .inspect_err(|e| self.poison(e))
     }
 
     /// Wakes the LRU cleaner (a reader found no free frame).
@@ -557,6 +476,20 @@ impl Durability {
         self.stop.store(true, Ordering::Release);
         self.wake_flusher();
         self.wake_lru();
+    }
+}
+
+impl MakeRoom for Durability {
+    fn make_room(&self) -> Result<bool> {
+        self.wake_flusher();
+        let before = self.log.checkpoint_lsn();
+        let n = self.flush_oldest(FLUSH_BATCH_PAGES)?;
+        self.checkpoint()?;
+        Ok(n > 0 || self.log.checkpoint_lsn() > before)
+    }
+
+    fn poison(&self, e: &Error) {
+        Durability::poison(self, e);
     }
 }
 

@@ -9,10 +9,12 @@
 
 mod aligned;
 pub mod file;
+pub mod read_only;
 pub mod sim;
 
 pub use aligned::AlignedBuf;
 pub use file::{FileStorage, IoStats};
+pub use read_only::ReadOnlyStorage;
 pub use sim::SimStorage;
 
 use crate::error::Result;

@@ -1,6 +1,4 @@
-//! txn: transactions ([`transaction::Transaction`]: private write sets applied at commit) and
-//! the key lock table ([`locks::LockTable`]: S/X locks on (table, key) with FIFO waiting,
-//! deadlock detection, lock wait timeouts and a hard memory limit).
+//! txn: transactions ([`transaction::Transaction`]: private write sets with read-your-writes,
+//! key locks from [`crate::locks`], applied at commit; recovery's re-apply of cut commits).
 
-pub mod locks;
 pub mod transaction;

@@ -6,14 +6,13 @@
 //! number; a group is accepted only whole, at the LSN it claims, with its checksum and end
 //! marker. Layout constants are frozen once published (format version 1).
 
-use super::layout::{BLOCK_HEADER_SIZE, BLOCK_TRAILER_SIZE};
+use super::layout::{
+    BLOCK_HEADER_SIZE, BLOCK_TRAILER_SIZE, GROUP_END_SIZE, GROUP_HEADER_SIZE, GROUP_OVERHEAD,
+};
 
 /// Flag bit: the bytes after `data_len` are padding and the stream continues in the next block.
 pub(crate) const FLAG_PADDED: u16 = 1;
 
-pub(crate) const GROUP_HEADER_SIZE: usize = 12;
-pub(crate) const GROUP_END_SIZE: usize = 4;
-pub(crate) const GROUP_OVERHEAD: usize = GROUP_HEADER_SIZE + GROUP_END_SIZE;
 pub(crate) const GROUP_END_MARK: u32 = 0x454B_4E44;
 
 const _: () = assert!(BLOCK_HEADER_SIZE == 16 && BLOCK_TRAILER_SIZE == 4);

@@ -7,7 +7,8 @@
 //! (W3) is added only right before a durable write, so the block it closes is never rewritten.
 //! Must never format a block past `current`, nor drop bytes from `buf` before they are written.
 
-use super::block::{seal_data_block, BlockHeader, GROUP_END_MARK, GROUP_HEADER_SIZE};
+use super::block::{seal_data_block, BlockHeader, GROUP_END_MARK};
+use super::layout::GROUP_HEADER_SIZE;
 use super::layout::{Geometry, BLOCK_HEADER_SIZE};
 use crate::error::{Error, Result};
 

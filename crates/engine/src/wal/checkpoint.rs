@@ -9,11 +9,9 @@
 
 use super::block::{checksum_ok, le_u32, le_u64, seal};
 use super::header::{path_of, FORMAT_VERSION};
-use super::layout::Geometry;
-use super::writer::Log;
+use super::layout::{slot_offset, Geometry};
 use crate::error::{Error, Result};
 use crate::io::{File, Storage};
-use crate::types::Lsn;
 
 const SLOT_MAGIC: &[u8; 4] = b"EKCP";
 
@@ -24,11 +22,6 @@ pub(crate) struct Slot {
     pub number: u64,
     pub lsn: u64,
     pub epoch: u32,
-}
-
-/// Byte offset of slot `index` (0 or 1) in `ib_logfile0`.
-pub(crate) fn slot_offset(geom: &Geometry, index: usize) -> u64 {
-    (1 + index as u64) * geom.block_size as u64
 }
 
 pub(crate) fn encode_slot(geom: &Geometry, slot: &Slot) -> Vec<u8> {
@@ -141,45 +134,6 @@ pub(crate) fn write_slot(file0: &dyn File, geom: &Geometry, slot: &Slot) -> Resu
 /// Serialises checkpoint writers and remembers the next slot number.
 pub(crate) struct CheckpointWriter {
     pub next_number: u64,
-}
-
-impl Log {
-    /// Records `lsn` (a group boundary, `<= flushed_lsn`) as the checkpoint: everything before it
-    /// may be reused. A value not above the current checkpoint is ignored. Writes the older slot
-    /// and fsyncs it; an I/O error poisons the log.
-    ///
-    /// Panics if `lsn > flushed_lsn()`: checkpointing undurable log is a bug in the caller.
-    pub fn write_checkpoint(&self, lsn: Lsn) -> Result<()> {
-        let sh = &self.shared;
-        let mut writer = sh.ckpt.lock();
-        {
-            let st = sh.state.lock();
-            st.usable()?;
-            assert!(
-                lsn.0 <= st.flushed,
-                "checkpoint at {lsn} beyond the flushed LSN {}",
-                st.flushed
-            );
-            if lsn.0 <= st.checkpoint {
-                return Ok(());
-            }
-        }
-        let slot = Slot {
-            number: writer.next_number,
-            lsn: lsn.0,
-            epoch: sh.epoch,
-        };
-        let file0 = sh.file(0)?;
-        if let Err(e) = write_slot(file0.as_ref(), &sh.geom, &slot) {
-            sh.poison(&e);
-            return Err(e);
-        }
-        writer.next_number += 1;
-        sh.state.lock().checkpoint = lsn.0;
-        sh.counters.add(&sh.counters.checkpoints, 1);
-        sh.counters.add(&sh.counters.fsyncs, 1);
-        Ok(())
-    }
 }
 
 #[cfg(test)]

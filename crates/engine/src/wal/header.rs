@@ -96,7 +96,7 @@ pub(crate) fn create_files(
         f.write_at(&encode(geom, i), 0)?;
         if i == 0 {
             for (s, bytes) in slots.iter().enumerate() {
-                f.write_at(bytes, super::checkpoint::slot_offset(geom, s))?;
+                f.write_at(bytes, super::layout::slot_offset(geom, s))?;
             }
         }
         // IMPORTANT: the header and slots must be durable before anything trusts this file.

@@ -9,6 +9,12 @@
 use super::LogConfig;
 use crate::error::{Error, Result};
 
+/// Bytes of a group's header (length, flags, ...) and of its end mark, in the stream.
+pub(crate) const GROUP_HEADER_SIZE: usize = 12;
+pub(crate) const GROUP_END_SIZE: usize = 4;
+/// Stream bytes a group takes beyond its payload.
+pub(crate) const GROUP_OVERHEAD: usize = GROUP_HEADER_SIZE + GROUP_END_SIZE;
+
 /// Blocks at the start of every file that are not data: file header, two checkpoint slots.
 pub(crate) const HEADER_BLOCKS: u64 = 3;
 /// Bytes of a data block's header (block number, epoch, data_len, flags).
@@ -150,9 +156,14 @@ impl Geometry {
     /// Largest payload one group may carry with a log buffer of `buffer_size` bytes: the group
     /// must fit in the buffer beside a partial block that cannot be drained yet.
     pub fn max_payload(&self, buffer_size: usize) -> usize {
-        let overhead = super::block::GROUP_OVERHEAD as u64 + self.payload;
+        let overhead = GROUP_OVERHEAD as u64 + self.payload;
         (buffer_size as u64).saturating_sub(overhead) as usize
     }
+}
+
+/// Byte offset of checkpoint slot `index` (0 or 1) in log file 0: the blocks after the header.
+pub(crate) fn slot_offset(geom: &Geometry, index: usize) -> u64 {
+    (1 + index as u64) * geom.block_size as u64
 }
 
 #[cfg(test)]

@@ -102,6 +102,7 @@ mod header;
 pub(crate) mod layout;
 mod reader;
 pub mod record;
+pub mod space;
 mod stats;
 mod writer;
 
@@ -110,6 +111,7 @@ mod tests;
 
 pub use header::probe_geometry;
 pub use reader::ScanStop;
+pub use space::{LogSpace, MakeRoom};
 pub use stats::LogStats;
 pub use writer::Log;
 
@@ -143,6 +145,9 @@ pub struct LogConfig {
     pub flush_at_commit: FlushAtCommit,
     /// How often the background thread writes and fsyncs (InnoDB: one second).
     pub background_interval: Duration,
+    /// Open for reading only: `Log::open` writes no checkpoint slot (the caller appends
+    /// nothing, so no block carries a new epoch).
+    pub read_only: bool,
 }
 
 impl Default for LogConfig {
@@ -154,6 +159,7 @@ impl Default for LogConfig {
             block_size: 512,
             flush_at_commit: FlushAtCommit::One,
             background_interval: Duration::from_secs(1),
+            read_only: false,
         }
     }
 }

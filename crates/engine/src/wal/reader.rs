@@ -8,9 +8,9 @@
 //! run that wrote it began there, W6), discarding an incomplete group before it. The scan reads
 //! at most one lap and never panics on any bytes.
 
-use super::block::GROUP_END_SIZE;
-use super::block::{check_data_block, parse_group, BlockDefect, GroupParse, GROUP_HEADER_SIZE};
+use super::block::{check_data_block, parse_group, BlockDefect, GroupParse};
 use super::layout::{Geometry, BLOCK_HEADER_SIZE};
+use super::layout::{GROUP_END_SIZE, GROUP_HEADER_SIZE};
 use super::Group;
 use crate::error::Result;
 use crate::io::File;

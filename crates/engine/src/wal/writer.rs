@@ -127,7 +127,10 @@ impl Log {
             epoch,
         };
         // IMPORTANT (W6): the new epoch is durable before any block carrying it is written.
-        write_slot(file0.as_ref(), &geom, &next)?;
+        // A read-only open writes no block, so it leaves the slots as they are.
+        if !cfg.read_only {
+            write_slot(file0.as_ref(), &geom, &next)?;
+        }
         let start = geom.round_up(outcome.end_lsn);
         let log = Self::assemble(cfg, geom, files, epoch, start, ckpt.lsn, next.number + 1);
         let c = &log.shared.counters;
@@ -215,7 +218,7 @@ impl Log {
                 max: sh.max_payload,
             });
         }
-        let total = (len + super::block::GROUP_OVERHEAD) as u64;
+        let total = (len + super::layout::GROUP_OVERHEAD) as u64;
         let mut st = sh.state.lock();
         let mut wait_started: Option<Instant> = None;
         loop {
@@ -295,7 +298,12 @@ impl Log {
 
     /// What a commit whose group ends at `end` waits for under `flush_at_commit`.
     pub fn flush_for_commit(&self, end: Lsn) -> Result<()> {
-        match self.shared.cfg.flush_at_commit {
+        self.flush_for_commit_with(end, self.shared.cfg.flush_at_commit)
+    }
+
+    /// As [`flush_for_commit`](Self::flush_for_commit), for a commit that asked for `level`.
+    pub fn flush_for_commit_with(&self, end: Lsn, level: FlushAtCommit) -> Result<()> {
+        match level {
             FlushAtCommit::One => self.flush_to(end, true),
             FlushAtCommit::Two => self.flush_to(end, false),
             FlushAtCommit::Zero => self.shared.state.lock().usable(),
@@ -415,5 +423,44 @@ impl Log {
 
     pub fn stats(&self) -> LogStats {
         self.shared.counters.snapshot()
+    }
+}
+
+impl Log {
+    /// Records `lsn` (a group boundary, `<= flushed_lsn`) as the checkpoint: everything before it
+    /// may be reused. A value not above the current checkpoint is ignored. Writes the older slot
+    /// and fsyncs it; an I/O error poisons the log.
+    ///
+    /// Panics if `lsn > flushed_lsn()`: checkpointing undurable log is a bug in the caller.
+    pub fn write_checkpoint(&self, lsn: Lsn) -> Result<()> {
+        let sh = &self.shared;
+        let mut writer = sh.ckpt.lock();
+        {
+            let st = sh.state.lock();
+            st.usable()?;
+            assert!(
+                lsn.0 <= st.flushed,
+                "checkpoint at {lsn} beyond the flushed LSN {}",
+                st.flushed
+            );
+            if lsn.0 <= st.checkpoint {
+                return Ok(());
+            }
+        }
+        let slot = Slot {
+            number: writer.next_number,
+            lsn: lsn.0,
+            epoch: sh.epoch,
+        };
+        let file0 = sh.file(0)?;
+        if let Err(e) = write_slot(file0.as_ref(), &sh.geom, &slot) {
+            sh.poison(&e);
+            return Err(e);
+        }
+        writer.next_number += 1;
+        sh.state.lock().checkpoint = lsn.0;
+        sh.counters.add(&sh.counters.checkpoints, 1);
+        sh.counters.add(&sh.counters.fsyncs, 1);
+        Ok(())
     }
 }

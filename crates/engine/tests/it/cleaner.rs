@@ -72,10 +72,10 @@ fn max_dirty_pages_pct_is_enforced_by_committing_threads() {
 #[test]
 fn set_option_takes_effect_and_rejects_static_knobs() {
     let (_sim, db) = sim_db(opts(4096, 1 << 20));
-    assert_eq!(db.status().flush_policy, "steady");
+    assert_eq!(db.status().flush_policy, evenkeel::FlushPolicy::Steady);
     db.set_option("innodb_adaptive_flushing", "innodb80")
         .unwrap();
-    assert_eq!(db.status().flush_policy, "innodb80");
+    assert_eq!(db.status().flush_policy, evenkeel::FlushPolicy::Innodb80);
     db.set_option("io_capacity", "1500").unwrap();
     assert_eq!(db.current_options().io_capacity, 1500);
     // io_capacity above io_capacity_max (2000) is refused
@@ -200,7 +200,7 @@ fn a_large_transaction_is_admitted_among_small_ones_and_a_too_large_one_refused(
         }
         stop.store(true, Ordering::Relaxed);
     });
-    let mut txn = db.begin();
+    let txn = db.begin();
     for k in 1_000_000..1_000_000 + 3 * LARGE {
         assert_eq!(
             txn.get(&t, &key16(k)).unwrap(),

@@ -530,7 +530,7 @@ fn run_one(
                 }
             }
         }
-        let mut txn = db.begin();
+        let txn = db.begin();
         let mut seen = 0usize;
         let mut scan_failed = false;
         match txn.scan(&t, Bound::Unbounded, Bound::Unbounded, false) {

@@ -110,7 +110,7 @@ fn verify(db: &Database, p: &Progress, seed: u64) {
     assert!(r.is_ok(), "seed {seed}: check: {:?}", r.problems);
     let own = db.table("own").unwrap();
     let meta = db.table("meta").unwrap();
-    let mut txn = db.begin();
+    let txn = db.begin();
     let counter = txn
         .get(&meta, b"counter")
         .unwrap()

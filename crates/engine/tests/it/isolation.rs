@@ -413,7 +413,7 @@ fn history_records_real_outcomes() {
         .collect();
     assert!(!failed.is_empty());
     let t = db.table("lists").unwrap();
-    let mut txn = db.begin();
+    let txn = db.begin();
     for k in 0..KEYS {
         for v in decode_list(txn.get(&t, &key(k)).unwrap()) {
             assert!(

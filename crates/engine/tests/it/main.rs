@@ -3,6 +3,7 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod api;
 mod bad_input;
 mod cleaner;
 mod common;
@@ -12,6 +13,7 @@ mod crash;
 mod faults;
 mod fuzz;
 mod isolation;
+mod layers;
 mod model;
 mod reapply;
 mod small_pool;

@@ -168,7 +168,7 @@ fn drop_table_frees_pages() {
     db.drop_table("gone").unwrap();
     assert!(matches!(
         db.begin().get(&t, b"x"),
-        Err(evenkeel::Error::TableNotFound(_))
+        Err(evenkeel::Error::TableDropped(_))
     ));
     let after = assert_check(&db);
     assert!(after.tables.is_empty());

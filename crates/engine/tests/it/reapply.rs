@@ -133,7 +133,7 @@ fn verify(db: &Database, p: &Progress, seed: u64) {
     assert_check(db);
     let big = db.table("big").unwrap();
     let small = db.table("small").unwrap();
-    let mut txn = db.begin();
+    let txn = db.begin();
     for t in 0..SMALL_THREADS {
         for i in 0..p.small_acked[t as usize].load(Ordering::SeqCst) {
             assert!(

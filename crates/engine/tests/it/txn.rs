@@ -51,7 +51,7 @@ fn deadlock_aborts_one_and_the_other_commits() {
     assert_eq!(st.locks.deadlocks, 1);
     assert_eq!(st.locks.memory_used_bytes, 0, "locks leaked");
     // the winner's writes are both there
-    let mut txn = db.begin();
+    let txn = db.begin();
     assert_eq!(txn.get(&t, b"b").unwrap().map(|v| v.len()), Some(1));
 }
 

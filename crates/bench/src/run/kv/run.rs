@@ -172,7 +172,7 @@ fn prepare_table(
     let names = db.tables().map_err(engine_err)?;
     if names.iter().any(|n| n == TABLE) {
         let meta = db.table(META_TABLE).map_err(engine_err)?;
-        let mut txn = db.begin();
+        let txn = db.begin();
         let have = txn
             .get(&meta, META_ROWS_KEY)
             .map_err(engine_err)?

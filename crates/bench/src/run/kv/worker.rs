@@ -85,7 +85,7 @@ pub fn run_worker(
 
 fn get_one(sh: &Shared<'_>, rng: &mut SmallRng) -> BenchResult<(u64, u64)> {
     let i = rng.gen_range(0..sh.rows);
-    let mut txn = sh.db.begin();
+    let txn = sh.db.begin();
     let v = txn.get(sh.table, &key_of(i)).map_err(engine_err)?;
     txn.commit().map_err(engine_err)?;
     match v {
@@ -115,7 +115,7 @@ fn put_batch(
 
 fn scan_one(sh: &Shared<'_>, rng: &mut SmallRng) -> BenchResult<(u64, u64)> {
     let start = key_of(rng.gen_range(0..sh.rows));
-    let mut txn = sh.db.begin();
+    let txn = sh.db.begin();
     let mut n = 0u64;
     {
         let scan = txn

@@ -23,7 +23,7 @@
 //! io_capacity. Below max / 4 it flushes only the master thread's 10-second batch.
 
 use super::classic::{free_margin_lru_pages, pct_io, TenSecondBatch};
-use super::{loop_s, FlushInputs, FlushPlan, FlushPolicy};
+use super::{loop_s, FlushInputs, FlushPlan, Policy};
 
 #[derive(Clone, Debug, Default)]
 pub struct Estimate {
@@ -54,7 +54,7 @@ fn blocks_per_loop(inp: &FlushInputs, lsn_delta: u64) -> (u64, u64) {
     (bpl, inp.checkpoint_lsn.saturating_add(lsn_delta))
 }
 
-impl FlushPolicy for Estimate {
+impl Policy for Estimate {
     fn name(&self) -> &'static str {
         "estimate"
     }

@@ -14,14 +14,14 @@
 //! the policy) force the sharp checkpoints the seeds graph. That is its purpose here.
 
 use super::classic::{free_margin_lru_pages, pct_io, TenSecondBatch};
-use super::{FlushInputs, FlushPlan, FlushPolicy};
+use super::{FlushInputs, FlushPlan, Policy};
 
 #[derive(Clone, Debug, Default)]
 pub struct Fixed {
     ten: TenSecondBatch,
 }
 
-impl FlushPolicy for Fixed {
+impl Policy for Fixed {
     fn name(&self) -> &'static str {
         "fixed"
     }

@@ -20,7 +20,7 @@
 //! included. Plus the master thread's 10-second batch and free margin (`classic`).
 
 use super::classic::{free_margin_lru_pages, pct_io, TenSecondBatch};
-use super::{loop_s, per_loop, FlushInputs, FlushPlan, FlushPolicy};
+use super::{loop_s, per_loop, FlushInputs, FlushPlan, Policy};
 
 /// BUF_FLUSH_STAT_N_INTERVAL.
 const N_INTERVAL: usize = 20;
@@ -49,7 +49,7 @@ impl Innodb55 {
     }
 }
 
-impl FlushPolicy for Innodb55 {
+impl Policy for Innodb55 {
     fn name(&self) -> &'static str {
         "innodb55"
     }

@@ -21,7 +21,7 @@
 //! 8.0 coordinator then flushes PCT_IO(innodb_idle_flush_pct = 100). LRU: like
 //! buf_flush_LRU_list, lru_scan_depth minus the free frames.
 
-use super::{loop_s, per_loop, FlushInputs, FlushPlan, FlushPolicy};
+use super::{loop_s, per_loop, FlushInputs, FlushPlan, Policy};
 
 /// buf_flush_lsn_scan_factor.
 const LSN_SCAN_FACTOR: u64 = 3;
@@ -111,7 +111,7 @@ impl Innodb80 {
     }
 }
 
-impl FlushPolicy for Innodb80 {
+impl Policy for Innodb80 {
     fn name(&self) -> &'static str {
         "innodb80"
     }

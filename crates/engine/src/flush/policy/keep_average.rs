@@ -21,7 +21,7 @@
 //! thread's 10-second batch and free margin (`classic`).
 
 use super::classic::{free_margin_lru_pages, pct_io, TenSecondBatch};
-use super::{FlushInputs, FlushPlan, FlushPolicy};
+use super::{FlushInputs, FlushPlan, Policy};
 
 /// XtraDB's inner loop: ten per second.
 const LOOP_MS: u64 = 100;
@@ -46,7 +46,7 @@ fn keep_average_pages(inp: &FlushInputs, lsn_delta: u64) -> (u64, u64) {
     }
 }
 
-impl FlushPolicy for KeepAverage {
+impl Policy for KeepAverage {
     fn name(&self) -> &'static str {
         "keep_average"
     }

@@ -23,6 +23,8 @@ pub mod steady;
 #[cfg(test)]
 mod toy;
 
+pub use crate::options::FlushPolicy;
+
 /// What the cleaner measured for this loop. Rates are per second; pages are buffer-pool pages.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct FlushInputs {
@@ -167,33 +169,21 @@ impl AdmissionCurve {
 }
 
 /// A flush policy. `plan` must be deterministic given its inputs and the policy's history.
-pub trait FlushPolicy: Send {
+pub trait Policy: Send {
     fn name(&self) -> &'static str;
     fn plan(&mut self, inp: &FlushInputs) -> FlushPlan;
 }
 
-/// Policy names accepted by `adaptive_flushing`.
-pub const POLICY_NAMES: &[&str] = &[
-    "fixed",
-    "innodb55",
-    "estimate",
-    "keep_average",
-    "innodb80",
-    "steady",
-];
-
-/// The policy named `name` (one of [`POLICY_NAMES`]), fresh (no history); `None` if unknown.
-pub fn make(name: &str) -> Option<Box<dyn FlushPolicy>> {
-    let p: Box<dyn FlushPolicy> = match name {
-        "fixed" => Box::new(fixed::Fixed::default()),
-        "innodb55" => Box::new(innodb55::Innodb55::default()),
-        "estimate" => Box::new(estimate::Estimate::default()),
-        "keep_average" => Box::new(keep_average::KeepAverage::default()),
-        "innodb80" => Box::new(innodb80::Innodb80::default()),
-        "steady" => Box::new(steady::Steady::default()),
-        _ => return None,
-    };
-    Some(p)
+/// A fresh (no history) policy of kind `which`.
+pub fn make(which: FlushPolicy) -> Box<dyn Policy> {
+    match which {
+        FlushPolicy::Fixed => Box::new(fixed::Fixed::default()),
+        FlushPolicy::Innodb55 => Box::new(innodb55::Innodb55::default()),
+        FlushPolicy::Estimate => Box::new(estimate::Estimate::default()),
+        FlushPolicy::KeepAverage => Box::new(keep_average::KeepAverage::default()),
+        FlushPolicy::Innodb80 => Box::new(innodb80::Innodb80::default()),
+        FlushPolicy::Steady => Box::new(steady::Steady::default()),
+    }
 }
 
 /// Seconds this loop covers: `elapsed_s`, or the nominal 1 s when it is not a positive number
@@ -273,13 +263,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn make_knows_every_name_and_only_those() {
-        for n in POLICY_NAMES {
-            let p = make(n);
-            assert_eq!(p.map(|p| p.name()), Some(*n));
+    fn make_builds_the_policy_of_each_name() {
+        for which in FlushPolicy::ALL {
+            assert_eq!(make(which).name(), which.name());
+            assert_eq!(FlushPolicy::parse(which.name()), Some(which));
         }
-        assert!(make("adaptive").is_none());
-        assert!(make("").is_none());
+        assert_eq!(
+            FlushPolicy::parse("Keep-Average"),
+            Some(FlushPolicy::KeepAverage)
+        );
+        assert!(FlushPolicy::parse("adaptive").is_none());
+        assert!(FlushPolicy::parse("").is_none());
     }
 
     #[test]

@@ -65,7 +65,7 @@
 //! classic policies, which run the log fuller (more pages dirty, more writes combined) and pay
 //! for it with stalls.
 
-use super::{loop_s, AdmissionCurve, FlushInputs, FlushPlan, FlushPolicy};
+use super::{loop_s, AdmissionCurve, FlushInputs, FlushPlan, Policy};
 
 /// Set point, as a fraction of the async point.
 pub const SETPOINT_FRAC: f64 = 0.85;
@@ -225,7 +225,7 @@ impl Steady {
     }
 }
 
-impl FlushPolicy for Steady {
+impl Policy for Steady {
     fn name(&self) -> &'static str {
         "steady"
     }

@@ -11,7 +11,7 @@
 //! already dirty are combined). With N clients and an offered rate W (commits/s with no
 //! delay), a delay d gives W / (1 + W d / N) commits/s.
 
-use super::{FlushInputs, FlushPolicy};
+use super::{FlushInputs, Policy};
 
 pub const TICKS: usize = 10;
 
@@ -152,7 +152,7 @@ fn inputs(p: &Params, s: &State) -> FlushInputs {
 }
 
 /// Runs `policy` through `phases` of (seconds, offered commits/s).
-pub fn run(policy: &mut dyn FlushPolicy, p: &Params, phases: &[(usize, f64)]) -> Outcome {
+pub fn run(policy: &mut dyn Policy, p: &Params, phases: &[(usize, f64)]) -> Outcome {
     let cap = p.log_capacity as f64;
     let (async_pt, sync_pt) = (
         (p.log_capacity / 8 * 7) as f64,
@@ -228,6 +228,7 @@ pub fn run(policy: &mut dyn FlushPolicy, p: &Params, phases: &[(usize, f64)]) ->
 mod tests {
     use super::super::make;
     use super::*;
+    use crate::options::FlushPolicy;
 
     fn scenarios(p: &Params) -> Vec<(&'static str, Vec<(usize, f64)>)> {
         vec![
@@ -265,7 +266,7 @@ mod tests {
     fn steady_holds_the_log_and_the_throughput() {
         let p = Params::default();
         for (label, phases) in scenarios(&p) {
-            let mut pol = make("steady").expect("steady exists");
+            let mut pol = make(FlushPolicy::Steady);
             let o = run(pol.as_mut(), &p, &phases);
             println!("[{label}] {}", o.row("steady"));
             // The set point sits at 92% of the async point, so a burst may pass the async
@@ -302,8 +303,9 @@ mod tests {
                 p.io_capacity,
                 p.io_capacity_max
             );
-            for name in super::super::POLICY_NAMES {
-                let mut pol = make(name).expect("listed");
+            for which in crate::options::FlushPolicy::ALL {
+                let name = which.name();
+                let mut pol = make(which);
                 let o = run(pol.as_mut(), &p, &phases);
                 println!("  {}", o.row(name));
             }
@@ -314,8 +316,8 @@ mod tests {
     fn deterministic() {
         let p = Params::default();
         let phases = [(50, p.offered(1.5))];
-        let a = run(make("steady").expect("steady").as_mut(), &p, &phases).tput;
-        let b = run(make("steady").expect("steady").as_mut(), &p, &phases).tput;
+        let a = run(make(FlushPolicy::Steady).as_mut(), &p, &phases).tput;
+        let b = run(make(FlushPolicy::Steady).as_mut(), &p, &phases).tput;
         assert_eq!(a, b);
     }
 }

@@ -28,6 +28,7 @@ pub(super) fn cfg(
         block_size,
         flush_at_commit: FlushAtCommit::One,
         background_interval: Duration::from_millis(20),
+        read_only: false,
     }
 }
 

@@ -1,0 +1,258 @@
+//! shared: the state of one open database that the API (`db`) and transactions (`txn`) share:
+//! [`DbInner`] (the pool, the durability state, key locks, the catalog, counters, background
+//! threads and the file lock) and the [`Table`] handle, which carries its database's identity.
+//!
+//! Sits below `txn` and `db`: both use it, it uses neither. Shutting down (stop the threads,
+//! write every dirty page back, mark a clean shutdown, release the file lock) lives here
+//! because the last handle to drop, of either kind, runs it.
+
+use crate::btree::{Ctx, Tree, TreeCounters};
+use crate::buffer::BufferPool;
+use crate::catalog::Catalog;
+use crate::error::{Error, Result};
+use crate::flush::{self, cleaner, Durability};
+use crate::io::Storage;
+use crate::locks::LockTable;
+use crate::mtr::Mtr;
+use crate::options::Options;
+use crate::recovery::RecoveryReport;
+use crate::space::{self, HEADER_PAGE};
+use crate::types::PageId;
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Identity of one open of a database: a [`Table`] handle carries its database's, and a
+/// transaction refuses a handle whose identity is not its own.
+pub(crate) static NEXT_DB_ID: AtomicU64 = AtomicU64::new(1);
+
+/// A table handle, valid until the table is dropped, and only with the `Database` (open)
+/// it came from: a transaction of another database refuses it with [`Error::ForeignTable`].
+#[derive(Clone)]
+pub struct Table {
+    pub(crate) tree: Arc<Tree>,
+    pub(crate) name: Arc<str>,
+    /// `DbInner::id` of the database this handle belongs to.
+    pub(crate) db_id: u64,
+    pub(crate) db_location: Arc<str>,
+}
+
+impl Table {
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    pub fn id(&self) -> u32 {
+        self.tree.id
+    }
+    /// Refuses a handle of a dropped table, or of another database than `db`.
+    pub(crate) fn check_usable(&self, db: &DbInner) -> Result<()> {
+        if self.db_id != db.id {
+            return Err(Error::ForeignTable {
+                table: self.name.to_string(),
+                table_db: self.db_location.to_string(),
+                txn_db: db.location.clone(),
+            });
+        }
+        self.check_live()
+    }
+    pub(crate) fn check_live(&self) -> Result<()> {
+        if self.tree.dropped.load(Ordering::Acquire) {
+            return Err(Error::TableDropped(self.name.to_string()));
+        }
+        Ok(())
+    }
+}
+
+impl std::fmt::Debug for Table {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Table")
+            .field("name", &self.name)
+            .field("id", &self.tree.id)
+            .field("database", &self.db_location)
+            .finish()
+    }
+}
+
+/// Counters kept by the API layer.
+#[derive(Default)]
+pub(crate) struct DbCounters {
+    pub commits: AtomicU64,
+    pub rollbacks: AtomicU64,
+    pub rows_written: AtomicU64,
+    pub rows_deleted: AtomicU64,
+}
+
+pub(crate) struct DbInner {
+    /// This open's identity (see [`Table`]).
+    pub(crate) id: u64,
+    pub(crate) location: String,
+    /// Opened with [`Database::open_read_only`]: nothing reaches the files.
+    pub(crate) read_only: bool,
+    pub(crate) storage: Arc<dyn Storage>,
+    pub(crate) pool: Arc<BufferPool>,
+    pub(crate) dur: Arc<Durability>,
+    pub(crate) locks: LockTable,
+    pub(crate) next_txn: AtomicU64,
+    pub(crate) recovery: RecoveryReport,
+    pub(crate) cleaner: Mutex<Option<std::thread::JoinHandle<()>>>,
+    pub(crate) lru_cleaner: Mutex<Option<std::thread::JoinHandle<()>>>,
+    pub(crate) readers: Mutex<Vec<std::thread::JoinHandle<()>>>,
+    pub(crate) catalog: Catalog,
+    pub(crate) opts: Options,
+    pub(crate) tree_counters: Arc<TreeCounters>,
+    pub(crate) counters: DbCounters,
+    pub(crate) closed: AtomicBool,
+    pub(crate) close_lock: Mutex<()>,
+    /// Lock on the data file while open (exclusive, shared when read-only); released by
+    /// `shutdown`, so `close` returning means another process may open the database.
+    pub(crate) dir_lock: Mutex<Option<std::fs::File>>,
+}
+
+impl DbInner {
+    pub(crate) fn ctx(&self) -> Ctx<'_> {
+        Ctx {
+            pool: &self.pool,
+            space: &self.dur.space,
+        }
+    }
+
+    pub(crate) fn check_open(&self) -> Result<()> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::DatabaseClosed(self.location.clone()));
+        }
+        self.dur.check_poison()
+    }
+
+    /// Refuses a change (`what`) on a read-only open.
+    pub(crate) fn check_writable(&self, what: &'static str) -> Result<()> {
+        self.check_open()?;
+        if self.read_only {
+            return Err(Error::ReadOnly {
+                location: self.location.clone(),
+                what,
+            });
+        }
+        Ok(())
+    }
+
+    /// Starts the page cleaner and the LRU cleaner (a read-write open only).
+    pub(crate) fn start_cleaners(&self) -> Result<()> {
+        let dur = self.dur.clone();
+        let handle = std::thread::Builder::new()
+            .name("evenkeel-flusher".into())
+            .spawn(move || cleaner::run(dur))
+            .map_err(|e| Error::io("flusher thread", "spawn", e))?;
+        *self.cleaner.lock() = Some(handle);
+        let dur = self.dur.clone();
+        let handle = std::thread::Builder::new()
+            .name("evenkeel-lru".into())
+            .spawn(move || flush::lru::run(dur))
+            .map_err(|e| Error::io("LRU cleaner thread", "spawn", e))?;
+        *self.lru_cleaner.lock() = Some(handle);
+        // a reader that finds no free frame wakes the LRU cleaner (weak: the pool must not
+        // keep the durability state, which owns the pool, alive)
+        let weak = Arc::downgrade(&self.dur);
+        self.pool.set_free_frame_waker(Box::new(move || {
+            if let Some(d) = weak.upgrade() {
+                d.wake_lru();
+            }
+        }));
+        Ok(())
+    }
+
+    /// Starts the read-ahead threads: requests are hints, so a bounded queue drops them when
+    /// full.
+    pub(crate) fn start_read_ahead(&self) -> Result<()> {
+        let (tx, rx) = crossbeam::channel::bounded::<PageId>(1024);
+        for i in 0..self.opts.read_io_threads {
+            let (pool, rx) = (self.pool.clone(), rx.clone());
+            let h = std::thread::Builder::new()
+                .name(format!("evenkeel-read-{i}"))
+                .spawn(move || {
+                    while let Ok(pid) = rx.recv() {
+                        // a failed read-ahead is not an error: the page is read when needed
+                        let _ = pool.prefetch(pid);
+                    }
+                })
+                .map_err(|e| Error::io("read-ahead thread", "spawn", e))?;
+            self.readers.lock().push(h);
+        }
+        self.pool.set_read_ahead_queue(Some(tx));
+        self.pool.set_read_ahead(
+            self.opts.read_ahead as u8,
+            self.opts.read_ahead_threshold as u32,
+        );
+        Ok(())
+    }
+
+    /// A handle to `tree` belonging to this database.
+    pub(crate) fn table_handle(&self, tree: Arc<Tree>, name: &str) -> Table {
+        Table {
+            tree,
+            name: Arc::from(name),
+            db_id: self.id,
+            db_location: Arc::from(self.location.as_str()),
+        }
+    }
+
+    pub(crate) fn shutdown(&self) -> Result<()> {
+        let _g = self.close_lock.lock();
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        let result = self.stop_and_write_back();
+        // The file lock goes last: another process may open the database once this returns.
+        drop(self.dir_lock.lock().take());
+        result
+    }
+
+    fn stop_and_write_back(&self) -> Result<()> {
+        self.dur.stop();
+        if let Some(h) = self.cleaner.lock().take() {
+            let _ = h.join();
+        }
+        if let Some(h) = self.lru_cleaner.lock().take() {
+            let _ = h.join();
+        }
+        self.pool.set_read_ahead_queue(None);
+        for h in self.readers.lock().drain(..) {
+            let _ = h.join();
+        }
+        // During a panic (an engine invariant failed, perhaps mid-write-back with frames left
+        // busy) the pool's state is not to be trusted: flushing it could write bad pages or
+        // wait forever on a frame nobody will release. Recovery redoes from the log instead.
+        if self.dur.check_poison().is_err() || std::thread::panicking() {
+            // nothing more may reach the data file; recovery will redo from the log
+            return self.dur.log.close();
+        }
+        if self.read_only {
+            // nothing was appended and no page dirtied, so closing writes nothing
+            debug_assert_eq!(self.pool.status().pages_dirty, 0);
+            return self.dur.log.close();
+        }
+        sharp_checkpoint(&self.dur, true)?;
+        self.dur.log.close()
+    }
+}
+
+/// Writes every dirty page and a checkpoint at the log end (and the clean-shutdown flag).
+pub(crate) fn sharp_checkpoint(dur: &Durability, clean: bool) -> Result<()> {
+    {
+        let mut mtr = Mtr::new(&dur.pool, &dur.space);
+        let hs = mtr.write(HEADER_PAGE)?;
+        let lsn = dur.log.current_lsn();
+        space::set_shutdown(mtr.pg(hs), lsn, clean);
+        mtr.commit()?;
+    }
+    dur.pool.flush_all().inspect_err(|e| dur.poison(e))?;
+    dur.checkpoint()?;
+    Ok(())
+}
+
+impl Drop for DbInner {
+    fn drop(&mut self) {
+        if let Err(e) = self.shutdown() {
+            tracing::error!("closing {} failed: {e}", self.location);
+        }
+    }
+}

@@ -1,0 +1,170 @@
+//! space: the log space every writer shares, and the checkpoint that frees it.
+//!
+//! Owns the checkpoint fence, the COMMIT LSNs of transactions still applying, appending a
+//! group under the fence ([`LogSpace::append_fenced`]) and computing the checkpoint LSN
+//! ([`LogSpace::checkpoint`]). `mtr` and `btree` reach the log only through this handle; what
+//! frees space when the log is full (writing back the oldest dirty pages) belongs to the
+//! layer above, `flush`, which registers itself as the [`MakeRoom`] callback.
+//!
+//! Invariants (docs/invariants.md):
+//! - 2: checkpoint LSN = min(log end, oldest_modification of every dirty page, COMMIT LSN of
+//!   every transaction still applying). The fence makes "append a group, then put its pages on
+//!   the flush list" atomic with respect to computing that minimum: an mtr holds the fence
+//!   shared from append to stamping, the checkpoint takes it exclusive to compute.
+//!
+//! Never: wait for log space while holding the fence (the checkpoint that would free it takes
+//! the fence exclusive).
+
+use super::{Log, LsnRange};
+use crate::error::{Error, Result};
+use crate::types::Lsn;
+use parking_lot::{Mutex, RwLock, RwLockReadGuard};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
+use std::time::{Duration, Instant};
+
+/// How long a writer may wait for log space before the engine gives up and poisons itself.
+pub const LOG_SPACE_WAIT_MAX: Duration = Duration::from_secs(30);
+
+/// What the layer above does for a writer that found the log full.
+pub trait MakeRoom: Send + Sync {
+    /// Writes back some of the oldest dirty pages and checkpoints; true when that made
+    /// progress (pages written or the checkpoint moved).
+    fn make_room(&self) -> Result<bool>;
+    /// Stops writes for good after an error whose outcome is uncertain.
+    fn poison(&self, e: &Error);
+}
+
+/// The log and the state that decides how much of it is free.
+pub struct LogSpace {
+    log: Arc<Log>,
+    fence: RwLock<()>,
+    /// COMMIT LSN -> transactions applying from it.
+    applying: Mutex<BTreeMap<u64, u32>>,
+    /// Set once, by the layer above, right after construction (weak: it owns this handle).
+    room: OnceLock<Weak<dyn MakeRoom>>,
+    /// Appends that found the log full.
+    pub log_full_waits: AtomicU64,
+    /// Checkpoints written by [`LogSpace::checkpoint`].
+    pub checkpoints: AtomicU64,
+}
+
+impl LogSpace {
+    pub fn new(log: Arc<Log>) -> LogSpace {
+        LogSpace {
+            log,
+            fence: RwLock::new(()),
+            applying: Mutex::new(BTreeMap::new()),
+            room: OnceLock::new(),
+            log_full_waits: AtomicU64::new(0),
+            checkpoints: AtomicU64::new(0),
+        }
+    }
+
+    /// Registers what frees space when the log is full. Only the first call takes effect.
+    pub fn set_make_room(&self, room: Weak<dyn MakeRoom>) {
+        let _ = self.room.set(room);
+    }
+
+    pub fn log(&self) -> &Arc<Log> {
+        &self.log
+    }
+
+    fn room(&self) -> Option<Arc<dyn MakeRoom>> {
+        self.room.get().and_then(Weak::upgrade)
+    }
+
+    fn poison(&self, e: &Error) {
+        if let Some(r) = self.room() {
+            r.poison(e);
+        }
+    }
+
+    pub fn fence_shared(&self) -> RwLockReadGuard<'_, ()> {
+        self.fence.read()
+    }
+
+    /// Appends an mtr group and returns it with the fence held shared; the caller keeps the
+    /// guard until its pages are stamped (invariant 2). On a full log, asks [`MakeRoom`]
+    /// (without the fence) until the checkpoint makes room, for at most 30 s.
+    pub fn append_fenced<'a>(
+        &'a self,
+        payload: &[u8],
+    ) -> Result<(LsnRange, RwLockReadGuard<'a, ()>)> {
+        let start = Instant::now();
+        loop {
+            let fence = self.fence.read();
+            match self.log.append_range(payload) {
+                Ok(r) => return Ok((r, fence)),
+                Err(Error::LogFull { .. }) => {
+                    drop(fence);
+                    self.log_full_waits.fetch_add(1, Ordering::Relaxed);
+                    // The writer makes room itself too: at open, recovery re-applies
+                    // transactions before any page cleaner runs, into a log that may have
+                    // crashed nearly full.
+                    let progressed = match self.room() {
+                        Some(r) => r.make_room()?,
+                        None => false,
+                    };
+                    if progressed {
+                        continue;
+                    }
+                    if start.elapsed() > LOG_SPACE_WAIT_MAX {
+                        let e = Error::Poisoned(format!(
+                            "the redo log stayed full for {}s: checkpoints could not advance",
+                            LOG_SPACE_WAIT_MAX.as_secs()
+                        ));
+                        self.poison(&e);
+                        return Err(e);
+                    }
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                Err(e) => {
+                    self.poison(&e);
+                    return Err(e);
+                }
+            }
+        }
+    }
+
+    /// Registers a transaction whose COMMIT group starts at `lsn` and is still being applied:
+    /// the checkpoint may not pass it. Called with the fence held.
+    pub fn begin_applying(&self, lsn: Lsn) {
+        *self.applying.lock().entry(lsn.0).or_insert(0) += 1;
+    }
+
+    pub fn end_applying(&self, lsn: Lsn) {
+        let mut a = self.applying.lock();
+        if let Some(n) = a.get_mut(&lsn.0) {
+            *n -= 1;
+            if *n == 0 {
+                a.remove(&lsn.0);
+            }
+        }
+    }
+
+    /// Fuzzy checkpoint (invariant 2): computes the checkpoint LSN under the fence from the
+    /// log end, `oldest_dirty` (the oldest modification of any dirty page, read under the
+    /// fence) and the transactions still applying, then writes it. Returns the checkpoint LSN.
+    pub fn checkpoint(&self, oldest_dirty: impl FnOnce() -> Option<Lsn>) -> Result<Lsn> {
+        let target = {
+            let _f = self.fence.write();
+            let mut cp = self.log.current_lsn();
+            if let Some(o) = oldest_dirty() {
+                cp = cp.min(o);
+            }
+            if let Some((&a, _)) = self.applying.lock().first_key_value() {
+                cp = cp.min(Lsn(a));
+            }
+            cp
+        };
+        if target > self.log.checkpoint_lsn() {
+            self.log
+                .flush_to(target, true)
+                .and_then(|()| self.log.write_checkpoint(target))?;
+            self.checkpoints.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(self.log.checkpoint_lsn())
+    }
+}
