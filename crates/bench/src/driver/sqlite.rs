@@ -15,6 +15,9 @@
 //! statement, so transactions run one at a time, every read is a locking read, and a write
 //! lock not had within `busy_timeout` is a retryable error (SQLITE_BUSY / SQLITE_LOCKED).
 //!
+//! Per second: the WAL not yet checkpointed (frames in the WAL less frames copied back, read
+//! from the wal-index in the -shm file) as the checkpoint age, and the WAL file's size.
+//!
 //! Must never: return a connection with an open transaction to the pool.
 
 use std::ops::Bound;
@@ -101,6 +104,23 @@ pub fn check_options(config: Option<&Path>, set: &[(String, String)]) -> BenchRe
 }
 
 type Tables = Arc<Vec<Option<Arc<TableSql>>>>;
+
+/// Bytes of a WAL frame's header (SQLite's file format, section 4.1).
+const WAL_FRAME_HEADER_BYTES: u64 = 24;
+/// Offsets in the wal-index (the -shm file, in the host's byte order; SQLite's wal.c): the
+/// first copy of the header's `mxFrame` (frames in the WAL), and the checkpoint info's
+/// `nBackfill` (frames already copied into the database), after the header's two copies.
+const SHM_MX_FRAME: usize = 16;
+const SHM_N_BACKFILL: usize = 96;
+
+/// (frames in the WAL, frames checkpointed) from the -shm file's bytes; `None` when it is
+/// missing or short.
+fn wal_frames(shm: &[u8]) -> Option<(u32, u32)> {
+    let word = |at: usize| -> Option<u32> {
+        Some(u32::from_ne_bytes(shm.get(at..at + 4)?.try_into().ok()?))
+    };
+    Some((word(SHM_MX_FRAME)?, word(SHM_N_BACKFILL)?))
+}
 
 struct TableSql {
     name: String,
@@ -272,11 +292,21 @@ impl Driver for SqliteDriver {
     fn stats(&self) -> EngineStats {
         let mut e = EngineStats::default();
         let wal = self.path.with_extension("sqlite-wal");
-        let wal_bytes = std::fs::metadata(&wal).map_or(0, |m| m.len());
-        e.extra.insert("wal_bytes".into(), wal_bytes as f64);
-        let capacity = self.settings.wal_autocheckpoint_pages * self.settings.page_size;
-        e.checkpoint_age_bytes = Some(wal_bytes);
-        e.checkpoint_age_pct = Some(100.0 * wal_bytes as f64 / capacity.max(1) as f64);
+        let wal_file_bytes = std::fs::metadata(&wal).map_or(0, |m| m.len());
+        e.extra
+            .insert("wal_file_bytes".into(), wal_file_bytes as f64);
+        let shm = std::fs::read(self.path.with_extension("sqlite-shm")).unwrap_or_default();
+        if let Some((frames, backfilled)) = wal_frames(&shm) {
+            // The WAL's content not yet copied back into the database: SQLite's checkpoint age.
+            let pending = u64::from(frames.saturating_sub(backfilled));
+            let bytes = pending * (self.settings.page_size + WAL_FRAME_HEADER_BYTES);
+            let capacity = self.settings.wal_autocheckpoint_pages * self.settings.page_size;
+            e.checkpoint_age_bytes = Some(bytes);
+            e.checkpoint_age_pct = Some(100.0 * bytes as f64 / capacity.max(1) as f64);
+            e.extra.insert("wal_frames".into(), f64::from(frames));
+            e.extra
+                .insert("wal_frames_backfilled".into(), f64::from(backfilled));
+        }
         e
     }
 
@@ -467,5 +497,34 @@ impl DriverTxn for SqliteTxn {
 impl Drop for SqliteTxn {
     fn drop(&mut self) {
         self.finish("ROLLBACK");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checkpoint_age_is_the_wal_not_yet_copied_back() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let d = SqliteDriver::open(dir.path(), None, &[]).expect("open");
+        let t = d.open_table("t", true).expect("table");
+        let mut x = d.begin().expect("begin");
+        for i in 0..200u32 {
+            x.put(t, &i.to_be_bytes(), &[7u8; 500]).expect("put");
+        }
+        x.commit().expect("commit");
+        let age = d.stats().checkpoint_age_bytes.expect("age");
+        assert!(age >= 100_000, "200 rows of 500 bytes pending, age {age}");
+        d.with_conn(|c| c.execute_batch("PRAGMA wal_checkpoint(PASSIVE)"))
+            .expect("checkpoint");
+        assert_eq!(
+            d.stats().checkpoint_age_bytes,
+            Some(0),
+            "after a checkpoint"
+        );
+        let wal = d.stats().extra["wal_file_bytes"];
+        assert!(wal > 0.0, "the WAL file keeps its size: {wal}");
+        d.close().expect("close");
     }
 }

@@ -145,11 +145,12 @@ pub fn render(workload: &str, vary: &str, runs: &[SweepRun]) -> String {
     o.push_str(&c1.render());
     o.push_str(&c10.render());
     // Why each run stalled, in the terms its engine has: checkpoint age (evenkeel and InnoDB:
-    // % of the redo capacity; SQLite: the WAL's size as % of wal_autocheckpoint) and dirty
-    // pages. A run whose engine does not expose a series is left out of that chart.
+    // % of the redo capacity; SQLite: the WAL not yet checkpointed, % of wal_autocheckpoint),
+    // dirty pages and stall. A run whose engine does not expose a series is left out of that
+    // chart.
     for (title, unit, pick) in [
         (
-            "Checkpoint age (SQLite: WAL size) % of log capacity",
+            "Checkpoint age (SQLite: WAL not yet checkpointed) % of log capacity",
             "%",
             (|x: &SampleRow| x.checkpoint_age_pct) as fn(&SampleRow) -> Option<f64>,
         ),
