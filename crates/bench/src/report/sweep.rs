@@ -146,8 +146,8 @@ pub fn render(workload: &str, vary: &str, runs: &[SweepRun]) -> String {
     o.push_str(&c10.render());
     // Why each run stalled, in the terms its engine has: checkpoint age (evenkeel and InnoDB:
     // % of the redo capacity; SQLite: the WAL not yet checkpointed, % of wal_autocheckpoint),
-    // dirty pages and stall. A run whose engine does not expose a series is left out of that
-    // chart.
+    // dirty pages and stall. A run whose engine does not expose a series is marked "no data"
+    // in that chart's legend.
     for (title, unit, pick) in [
         (
             "Checkpoint age (SQLite: WAL not yet checkpointed) % of log capacity",
@@ -169,10 +169,15 @@ pub fn render(workload: &str, vary: &str, runs: &[SweepRun]) -> String {
                 .iter()
                 .filter_map(|x| pick(x).map(|v| (x.t_s as f64, v)))
                 .collect();
-            if !pts.is_empty() {
+            // Every run keeps its colour from the throughput charts; one without the series
+            // says so in the legend.
+            let name = if pts.is_empty() {
+                format!("{} (no data)", r.label)
+            } else {
                 any = true;
-                c = c.with(Series::new(&r.label, pts));
-            }
+                r.label.clone()
+            };
+            c = c.with(Series::new(&name, pts));
         }
         if any {
             o.push_str(&c.render());
