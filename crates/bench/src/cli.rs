@@ -22,7 +22,9 @@ use crate::tpcc::input::Mix;
 /// Options shared by every workload.
 #[derive(Debug, Clone, Args)]
 pub struct CommonArgs {
-    /// Engine to drive: evenkeel, or model (the in-memory test engine).
+    /// Engine to drive: evenkeel; the peers innodb (a MariaDB server the workbench starts and
+    /// stops itself), sqlite and lmdb (in a build with --features peers); or model (the
+    /// in-memory test engine).
     #[arg(long, default_value = "evenkeel")]
     pub engine: String,
     /// Data directory, kept after the run. Reused when it holds data: tpcc runs on the
@@ -35,7 +37,9 @@ pub struct CommonArgs {
     pub config: Option<PathBuf>,
     /// Engine option as name=value, applied after --config; repeatable. An IO-bound setup is
     /// e.g. --set buffer_pool_size=64M --set log_file_size=4M (evenkeel's default log buffer
-    /// then shrinks to a quarter of the log unless set too).
+    /// then shrinks to a quarter of the log unless set too). Peers take the same names and
+    /// refuse what they have no equivalent for; ENGINE:name=value applies to one engine only
+    /// (--set evenkeel:adaptive_flushing=steady).
     #[arg(long = "set", value_name = "NAME=VALUE")]
     pub set: Vec<String>,
     /// Results directory [default: ./evenkeel-results/<workload>-<timestamp>].
@@ -229,6 +233,22 @@ fn steps_arg(steps: &[Step]) -> String {
     steps.iter().map(|s| s.name()).collect::<Vec<_>>().join(",")
 }
 
+/// In an engine sweep, every engine and its options (`spec_for(engine)`, the workbench's
+/// defaults applied as for its run) are checked before anything loads, so a refused option
+/// fails the sweep at once rather than after the first engines' runs.
+fn check_engines(
+    v: &Varied,
+    spec_for: impl Fn(&str) -> BenchResult<EngineSpec>,
+) -> BenchResult<()> {
+    if !v.is_engine() {
+        return Ok(());
+    }
+    for e in &v.values {
+        crate::run::engine::check_options(&spec_for(e)?)?;
+    }
+    Ok(())
+}
+
 /// Run a sweep: one run per value, then one table and overlaid charts. When the varied
 /// setting does not shape the data, the data is loaded once and copied per run (see
 /// `run::sweep`).
@@ -237,10 +257,18 @@ pub fn run_sweep(cmd: &SweepCommand) -> BenchResult<SweepOutput> {
         SweepCommand::Tpcc { args, vary } => {
             let v = Varied::parse(vary)?;
             let base = args.options()?;
-            let load = |dir: &Path, _out: &Path| -> BenchResult<()> {
+            check_engines(&v, |e| {
+                let mut a = args.clone();
+                a.common.engine = e.to_string();
+                Ok(a.options()?.common.engine)
+            })?;
+            let load = |dir: &Path, _out: &Path, value: &str| -> BenchResult<()> {
                 let mut a = args.clone();
                 a.common.dir = Some(dir.to_path_buf());
                 a.common.at.clear();
+                if v.is_engine() {
+                    a.common.engine = value.to_string();
+                }
                 prepare_tpcc(&a.options()?).map(|_| ())
             };
             let shared = v.shares_tpcc_load(&base.common.engine.engine);
@@ -264,13 +292,23 @@ pub fn run_sweep(cmd: &SweepCommand) -> BenchResult<SweepOutput> {
             let (load_steps, run_steps): (Vec<Step>, Vec<Step>) =
                 base.steps.iter().partition(|s| s.is_load());
             let shared = v.shares_insert_load(&base.common.engine.engine, &base.steps);
-            let load = |dir: &Path, out: &Path| -> BenchResult<()> {
+            check_engines(&v, |e| {
+                let mut a = args.clone();
+                a.common.engine = e.to_string();
+                Ok(a.options()?.common.engine)
+            })?;
+            let load = |dir: &Path, out: &Path, value: &str| -> BenchResult<()> {
                 if load_steps.is_empty() {
                     return DataDir::new(Some(dir)).map(|_| ());
                 }
                 let mut a = args.clone();
                 a.common.dir = Some(dir.to_path_buf());
-                a.common.out = Some(out.join("load"));
+                if v.is_engine() {
+                    a.common.engine = value.to_string();
+                    a.common.out = Some(out.join(format!("load-{value}")));
+                } else {
+                    a.common.out = Some(out.join("load"));
+                }
                 a.common.at.clear();
                 a.steps = steps_arg(&load_steps);
                 run_insert(&a.options()?).map(|_| ())

@@ -21,9 +21,19 @@ pub fn run_sweep(cmd: &SweepCommand) -> CmdResult {
     evenkeel_bench::run_sweep(cmd).map(|_| ()).map_err(failure)
 }
 
-/// TPC-C consistency conditions (clause 3.3.2) on a database the workbench loaded.
-pub fn check_tpcc(dir: &Path, config: Option<PathBuf>, set: Vec<String>) -> CmdResult {
-    let spec = EngineSpec::evenkeel(config, set);
+/// TPC-C consistency conditions (clause 3.3.2) on a database the workbench loaded, read
+/// through the `engine`'s driver.
+pub fn check_tpcc(
+    dir: &Path,
+    engine: &str,
+    config: Option<PathBuf>,
+    set: Vec<String>,
+) -> CmdResult {
+    let spec = EngineSpec {
+        engine: engine.to_string(),
+        config,
+        set,
+    };
     let r = evenkeel_bench::tpcc_check_dir(dir, &spec)
         .and_then(|r| r.into_result())
         .map_err(failure)?;

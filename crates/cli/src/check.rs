@@ -39,6 +39,12 @@ pub struct CheckArgs {
     #[arg(long)]
     pub tpcc: bool,
 
+    /// The engine that holds the directory: evenkeel, or a peer the workbench loaded
+    /// (innodb, rocksdb, sqlite, lmdb in a build with --features peers); a peer's directory is
+    /// only checked with --tpcc, through its driver
+    #[arg(long, default_value = "evenkeel")]
+    pub engine: String,
+
     /// Check the data file as it lies even when the database was not shut down cleanly (its
     /// fuzzy image may break B+tree rules without being damaged)
     #[arg(long, conflicts_with = "recover")]
@@ -64,6 +70,22 @@ pub struct CheckArgs {
 }
 
 pub fn run(args: &CheckArgs) -> CmdResult {
+    if args.engine != "evenkeel" {
+        if !args.tpcc || args.salvage || args.json || args.no_recover || args.recover {
+            return Err(Failure::Usage(format!(
+                "check --engine {}: a peer engine's directory is checked with --tpcc only \
+                 (no --json, --salvage, --recover or --no-recover: those read evenkeel's own \
+                 files)",
+                args.engine
+            )));
+        }
+        return crate::bench::check_tpcc(
+            &args.dir,
+            &args.engine,
+            args.config.config.clone(),
+            args.config.set.clone(),
+        );
+    }
     let lock = dirlock::lock_existing(&args.dir)?;
     if let (true, Some(out)) = (args.salvage, &args.out) {
         evenkeel::require_database(&args.dir).map_err(Failure::from)?;
@@ -129,6 +151,7 @@ pub fn run(args: &CheckArgs) -> CmdResult {
         if args.tpcc {
             crate::bench::check_tpcc(
                 &args.dir,
+                "evenkeel",
                 args.config.config.clone(),
                 args.config.set.clone(),
             )?;

@@ -17,7 +17,16 @@ pub use crate::error::{DriverError, DriverResult, ErrorClass};
 
 #[cfg(feature = "evenkeel")]
 pub mod evenkeel;
+#[cfg(feature = "innodb")]
+pub mod innodb;
+#[cfg(feature = "lmdb")]
+pub mod lmdb;
 pub mod model;
+pub mod peer_options;
+#[cfg(feature = "rocksdb")]
+pub mod rocksdb;
+#[cfg(feature = "sqlite")]
+pub mod sqlite;
 
 /// Index of an opened table inside one driver.
 pub type TableId = usize;
@@ -52,6 +61,11 @@ pub trait Driver: Send + Sync {
     fn check_option(&self, name: &str, value: &str) -> DriverResult<()> {
         let _ = value;
         Err(unsupported_set(self.name(), name))
+    }
+    /// The pid of a server process the engine runs in besides this one (a peer's database
+    /// server), so the sampler counts its CPU, memory and I/O with the client's.
+    fn server_pid(&self) -> Option<u32> {
+        None
     }
     /// Flush and close. Called once at the end of a run.
     fn close(&self) -> DriverResult<()>;

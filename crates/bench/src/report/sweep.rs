@@ -2,6 +2,8 @@
 //! figures (policy, max checkpoint age, mean dirty %, foreground stall, admission delay,
 //! sync-point seconds: issue 4's per-policy table), and the runs' throughput overlaid per 1 s
 //! and per 10 s, one colour per run, so a reader sees which setting keeps the line level (seed 000's search for max_dirty_pages_pct, done in one page).
+//! Below them, checkpoint age, dirty % and stall per second of every run that exposes them:
+//! in an engine sweep, each engine's own reasons for its dips side by side.
 
 use std::fmt::Write as _;
 
@@ -142,6 +144,45 @@ pub fn render(workload: &str, vary: &str, runs: &[SweepRun]) -> String {
     }
     o.push_str(&c1.render());
     o.push_str(&c10.render());
+    // Why each run stalled, in the terms its engine has: checkpoint age (evenkeel and InnoDB:
+    // % of the redo capacity; SQLite: the WAL not yet checkpointed, % of wal_autocheckpoint),
+    // dirty pages and stall. A run whose engine does not expose a series is marked "no data"
+    // in that chart's legend.
+    for (title, unit, pick) in [
+        (
+            "Checkpoint age (SQLite: WAL not yet checkpointed) % of log capacity",
+            "%",
+            (|x: &SampleRow| x.checkpoint_age_pct) as fn(&SampleRow) -> Option<f64>,
+        ),
+        ("Dirty pages % of the pool", "%", |x: &SampleRow| {
+            x.dirty_pct
+        }),
+        ("Foreground stall ms per second", "ms", |x: &SampleRow| {
+            x.stall_ms
+        }),
+    ] {
+        let mut c = Chart::new(title, "seconds", unit);
+        let mut any = false;
+        for r in runs {
+            let pts: Vec<(f64, f64)> = r
+                .rows
+                .iter()
+                .filter_map(|x| pick(x).map(|v| (x.t_s as f64, v)))
+                .collect();
+            // Every run keeps its colour from the throughput charts; one without the series
+            // says so in the legend.
+            let name = if pts.is_empty() {
+                format!("{} (no data)", r.label)
+            } else {
+                any = true;
+                r.label.clone()
+            };
+            c = c.with(Series::new(&name, pts));
+        }
+        if any {
+            o.push_str(&c.render());
+        }
+    }
     let _ = writeln!(
         o,
         "<h2>Table</h2><pre>{}</pre></body></html>",

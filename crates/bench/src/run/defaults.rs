@@ -17,6 +17,9 @@ use crate::error::{BenchError, BenchResult};
 /// evenkeel options the TPC-C workbench sets unless the user does.
 pub const TPCC_EVENKEEL_DEFAULTS: &[(&str, &str)] = &[("flush_method", "o_direct")];
 
+/// Engines that map every option in the workbench's defaults.
+const ENGINES_TAKING_DEFAULTS: &[&str] = &["evenkeel", "innodb", "rocksdb"];
+
 /// An option name as the engine accepts it, reduced to its canonical form (lower case, `_`
 /// for `-`, no `innodb_` prefix).
 fn canonical(name: &str) -> String {
@@ -37,9 +40,11 @@ fn config_names(path: &Path) -> BenchResult<Vec<String>> {
 }
 
 /// Puts each of `defaults` in front of `spec.set` unless the config file or a `--set` names it;
-/// only for evenkeel (other engines have options of their own).
+/// only for the engines that take them: evenkeel, and the peers that can read past the OS page
+/// cache as well (InnoDB, RocksDB), so an engine comparison is not one engine on the device
+/// against another in memory. SQLite and LMDB have no such option (the README's fairness table).
 pub fn apply(spec: &mut EngineSpec, defaults: &[(&str, &str)]) -> BenchResult<()> {
-    if spec.engine != "evenkeel" {
+    if !ENGINES_TAKING_DEFAULTS.contains(&spec.engine.as_str()) {
         return Ok(());
     }
     let mut named: Vec<String> = spec
@@ -94,6 +99,19 @@ mod tests {
         };
         apply(&mut m, TPCC_EVENKEEL_DEFAULTS).expect("apply");
         assert!(m.set.is_empty(), "not for other engines");
+        for (engine, takes) in [
+            ("innodb", true),
+            ("rocksdb", true),
+            ("sqlite", false),
+            ("lmdb", false),
+        ] {
+            let mut p = EngineSpec {
+                engine: engine.into(),
+                ..EngineSpec::default()
+            };
+            apply(&mut p, TPCC_EVENKEEL_DEFAULTS).expect("apply");
+            assert_eq!(!p.set.is_empty(), takes, "{engine}: {:?}", p.set);
+        }
     }
 
     #[test]

@@ -13,6 +13,10 @@
 //! lives in a temporary directory. For the insert benchmark the template holds l.i0 and l.x
 //! (when in --steps) and each run does the remaining steps. Otherwise each run loads its own
 //! data in `<dir>/<name>=<value>` (reused when already loaded there).
+//!
+//! `--vary engine=evenkeel,innodb,...` runs the same workload on each engine: each engine
+//! loads its own template once (`<dir>/template-<engine>`), every engine's options are
+//! checked before anything loads, and the sweep page puts the engines side by side.
 
 use std::path::{Path, PathBuf};
 
@@ -68,6 +72,9 @@ impl Varied {
     /// True when runs over this setting can share one loaded copy of TPC-C data: anything but
     /// the warehouses or an option the engine fixes at create.
     pub fn shares_tpcc_load(&self, engine: &str) -> bool {
+        if self.is_engine() {
+            return self.values.iter().all(|e| is_persistent(e));
+        }
         is_persistent(engine)
             && !["warehouses", "items", "customers"].contains(&self.name.as_str())
             && !shapes_data(engine, &self.name)
@@ -76,6 +83,10 @@ impl Varied {
     /// The same for the insert benchmark: not clients or rows (what l.i0 loads), not a
     /// create-time option, and only when some step follows the load steps.
     pub fn shares_insert_load(&self, engine: &str, steps: &[Step]) -> bool {
+        if self.is_engine() {
+            return self.values.iter().all(|e| is_persistent(e))
+                && steps.iter().any(|s| !s.is_load());
+        }
         is_persistent(engine)
             && !["clients", "rows"].contains(&self.name.as_str())
             && !shapes_data(engine, &self.name)
@@ -86,6 +97,20 @@ impl Varied {
         format!("{}={value}", self.name)
     }
 
+    /// True when the sweep compares engines.
+    pub fn is_engine(&self) -> bool {
+        self.name == "engine"
+    }
+
+    /// The template a value's run is copied from: one per engine in an engine sweep.
+    fn template_name(&self, value: &str) -> String {
+        if self.is_engine() {
+            format!("template-{value}")
+        } else {
+            "template".to_string()
+        }
+    }
+
     /// Set `value` on TPC-C arguments: a workload argument if one has that name, else an engine option.
     pub fn apply_tpcc(&self, a: &mut TpccArgs, value: &str) -> BenchResult<()> {
         match self.name.as_str() {
@@ -94,6 +119,7 @@ impl Varied {
             "duration" => a.duration = parse_num(&self.name, value)?,
             "warmup" => a.warmup = parse_num(&self.name, value)?,
             "mix" => a.mix = value.to_string(),
+            "engine" => a.common.engine = value.to_string(),
             _ => a.common.set.push(self.label(value)),
         }
         Ok(())
@@ -106,6 +132,7 @@ impl Varied {
             "rows" => a.rows = parse_num(&self.name, value)?,
             "rows_i1" => a.rows_i1 = parse_num(&self.name, value)?,
             "rows_i2" => a.rows_i2 = parse_num(&self.name, value)?,
+            "engine" => a.common.engine = value.to_string(),
             _ => a.common.set.push(self.label(value)),
         }
         Ok(())
@@ -116,9 +143,10 @@ fn write(path: &Path, text: &str) -> BenchResult<()> {
     std::fs::write(path, text).map_err(|e| BenchError::io(format!("write {}", path.display()), e))
 }
 
-/// Loads a sweep's template: called with the template's data directory and the sweep's
-/// results directory; the engine must be closed when it returns.
-pub type LoadOnce<'a> = &'a dyn Fn(&Path, &Path) -> BenchResult<()>;
+/// Loads a sweep's template: called with the template's data directory, the sweep's results
+/// directory and the value whose run needs it (the engine, in an engine sweep); the engine
+/// must be closed when it returns.
+pub type LoadOnce<'a> = &'a dyn Fn(&Path, &Path, &str) -> BenchResult<()>;
 
 /// Run `one(value, out, dir)` for every value, where `out` is the run's results directory
 /// inside the sweep's and `dir` its data directory, then write the sweep's own files. With
@@ -145,28 +173,19 @@ pub fn run_sweep_with(
     };
     // The temporary root lives until the sweep is done.
     let mut temp_root = None;
-    let template = match load_once {
-        Some(load) => {
-            let root = match &base.dir {
-                Some(d) => d.clone(),
-                None => {
-                    let t = tempfile::Builder::new()
-                        .prefix("evenkeel-sweep-")
-                        .tempdir()
-                        .map_err(|e| BenchError::io("create a temporary data directory", e))?;
-                    let p = t.path().to_path_buf();
-                    temp_root = Some(t);
-                    p
-                }
-            };
-            let t = root.join("template");
-            say(&format!(
-                "sweep: loading once into {} (reused if loaded); each run starts from a copy",
-                t.display()
-            ));
-            load(&t, &out_dir)?;
-            Some((root, t))
-        }
+    let root = match load_once {
+        Some(_) => Some(match &base.dir {
+            Some(d) => d.clone(),
+            None => {
+                let t = tempfile::Builder::new()
+                    .prefix("evenkeel-sweep-")
+                    .tempdir()
+                    .map_err(|e| BenchError::io("create a temporary data directory", e))?;
+                let p = t.path().to_path_buf();
+                temp_root = Some(t);
+                p
+            }
+        }),
         None => {
             say(&format!(
                 "sweep: {} shapes the data, so each run loads its own",
@@ -175,16 +194,26 @@ pub fn run_sweep_with(
             None
         }
     };
+    let mut loaded: Vec<PathBuf> = Vec::new();
     let mut runs = Vec::new();
     for value in &v.values {
         let label = v.label(value);
-        let dir = match &template {
-            Some((root, t)) => {
+        let dir = match (&root, load_once) {
+            (Some(root), Some(load)) => {
+                let t = root.join(v.template_name(value));
+                if !loaded.contains(&t) {
+                    say(&format!(
+                        "sweep: loading once into {} (reused if loaded); each run starts from a copy",
+                        t.display()
+                    ));
+                    load(&t, &out_dir, value)?;
+                    loaded.push(t.clone());
+                }
                 let d = root.join(&label);
-                copy_dir(t, &d)?;
+                copy_dir(&t, &d)?;
                 Some(d)
             }
-            None => base.dir.as_ref().map(|p| p.join(&label)),
+            _ => base.dir.as_ref().map(|p| p.join(&label)),
         };
         runs.push(one(value, out_dir.join(&label), dir.clone())?);
         if let (Some(_), Some(d)) = (&temp_root, &dir) {

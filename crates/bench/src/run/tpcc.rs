@@ -10,7 +10,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::console::Console;
-use super::engine::{is_persistent, open_driver};
+use super::engine::{data_subdir, is_persistent, open_driver};
 use super::schedule::{check_with_engine, check_within, Scheduler};
 use super::{
     config_map, require_positive, sleep_until_second, CommonOptions, DataDir, EngineSpec, RunOutput,
@@ -367,6 +367,16 @@ pub fn tpcc_check_dir(dir: &Path, engine: &EngineSpec) -> BenchResult<CheckRepor
             "{}: empty directory, no database to check",
             dir.display()
         )));
+    }
+    if let Some(sub) = data_subdir(&engine.engine) {
+        if !dir.join(sub).is_dir() {
+            return Err(BenchError::Usage(format!(
+                "{}: holds no {} data (no {sub}/ directory); was it loaded with --engine {}?",
+                dir.display(),
+                engine.engine,
+                engine.engine
+            )));
+        }
     }
     let driver = open_driver(engine, dir)?;
     let acked = read_acked(dir)?;

@@ -2,8 +2,9 @@
 //! second the run loop calls `Sampler::tick`, which drains them, reads the engine's status and
 //! the process and device counters, and returns one `SampleRow`: throughput and latency
 //! percentiles of the interval, engine gauges and counter differences, CPU %, RSS, bytes
-//! read and written, and the machine's load average and the CPU that other processes used (the
-//! machine's busy CPU less this process's), so a busy neighbour can be told from the engine.
+//! read and written (a peer's server process included), and the machine's load average and the
+//! CPU that other processes used (the machine's busy CPU less this process's and the server's),
+//! so a busy neighbour can be told from the engine.
 //! Rows are what timeseries.csv, the report and the stability figures use.
 
 pub mod proc;
@@ -174,7 +175,7 @@ pub struct Sampler {
 
 impl Sampler {
     pub fn new(driver: &dyn Driver, clients: &Clients, data_dir: Option<PathBuf>) -> Self {
-        let reader = ProcReader::new(data_dir.as_deref());
+        let reader = ProcReader::new(data_dir.as_deref()).with_server(driver.server_pid());
         let now = Instant::now();
         Sampler {
             started: now,

@@ -1,6 +1,7 @@
 //! Process and device counters from Linux's /proc: CPU time (utime + stime of /proc/self/stat,
 //! in USER_HZ = 100 ticks per second), RSS (VmRSS of /proc/self/status), bytes that reached the
-//! storage layer (read_bytes, write_bytes of /proc/self/io), the reads, writes and sectors
+//! storage layer (read_bytes, write_bytes of /proc/self/io) — summed with the same counters of
+//! a peer engine's server process when the driver names one — the reads, writes and sectors
 //! of the device holding the data directory (/proc/diskstats), and what the whole machine does:
 //! its 1-minute load average (/proc/loadavg) and the CPU time all processes used (the busy
 //! fields of /proc/stat's `cpu` line, same ticks), from which the sampler takes this process's
@@ -120,23 +121,36 @@ pub fn parse_diskstats(text: &str, pick: &dyn Fn(u64, u64, &str) -> bool) -> Opt
 pub struct ProcReader {
     /// (major, minor) of the data directory's device, when it is a real block device.
     dev: Option<(u64, u64)>,
+    /// A server process whose counters are added to this process's.
+    server_pid: Option<u32>,
 }
 
 impl ProcReader {
     pub fn new(data_dir: Option<&Path>) -> Self {
         let dev = data_dir.and_then(device_of);
-        ProcReader { dev }
+        ProcReader {
+            dev,
+            server_pid: None,
+        }
     }
 
+    /// Also count the process `pid` (a peer engine's server).
+    pub fn with_server(mut self, pid: Option<u32>) -> Self {
+        self.server_pid = pid;
+        self
+    }
+
+    /// This process's counters plus the server's (a server that has exited counts zero).
     pub fn process(&self) -> ProcCounters {
-        let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
-        let (read_bytes, write_bytes) = parse_io(&read("/proc/self/io")).unwrap_or((0, 0));
-        ProcCounters {
-            cpu_s: parse_stat_cpu_s(&read("/proc/self/stat")).unwrap_or(0.0),
-            rss_bytes: parse_status_rss(&read("/proc/self/status")).unwrap_or(0),
-            read_bytes,
-            write_bytes,
+        let mut c = counters_of("self");
+        if let Some(pid) = self.server_pid {
+            let s = counters_of(&pid.to_string());
+            c.cpu_s += s.cpu_s;
+            c.rss_bytes += s.rss_bytes;
+            c.read_bytes += s.read_bytes;
+            c.write_bytes += s.write_bytes;
         }
+        c
     }
 
     /// The machine's load average and busy CPU time; `None` where /proc is not readable.
@@ -158,6 +172,18 @@ impl ProcReader {
         }
         let disks = whole_disks();
         parse_diskstats(&text, &|_, _, name| disks.iter().any(|d| d == name))
+    }
+}
+
+/// The counters of /proc/`which` ("self" or a pid).
+fn counters_of(which: &str) -> ProcCounters {
+    let read = |f: &str| std::fs::read_to_string(format!("/proc/{which}/{f}")).unwrap_or_default();
+    let (read_bytes, write_bytes) = parse_io(&read("io")).unwrap_or((0, 0));
+    ProcCounters {
+        cpu_s: parse_stat_cpu_s(&read("stat")).unwrap_or(0.0),
+        rss_bytes: parse_status_rss(&read("status")).unwrap_or(0),
+        read_bytes,
+        write_bytes,
     }
 }
 
@@ -239,6 +265,11 @@ mod tests {
     fn reads_this_process() {
         let p = ProcReader::new(None).process();
         assert!(p.rss_bytes > 0);
+        // A "server" that is this very process counts twice.
+        let both = ProcReader::new(None)
+            .with_server(Some(std::process::id()))
+            .process();
+        assert!(both.rss_bytes > p.rss_bytes);
         let m = ProcReader::new(None)
             .machine()
             .expect("/proc/stat and /proc/loadavg");

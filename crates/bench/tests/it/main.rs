@@ -3,8 +3,10 @@
 
 mod browser;
 mod cli;
+mod conformance;
 mod flush;
 mod insert;
 mod kv;
+mod peers;
 mod report;
 mod tpcc;
