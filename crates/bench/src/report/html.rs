@@ -287,6 +287,10 @@ fn stability_table(s: &Summary) -> String {
         "zero s",
         "longest zero run",
         "seconds",
+        "p1/mean",
+        "p1/mean (30 s median)",
+        "min (30 s median)",
+        "s < 1/2 (30 s median)",
     ];
     let row = vec![
         f2(st.mean),
@@ -298,6 +302,10 @@ fn stability_table(s: &Summary) -> String {
         st.zero_seconds.to_string(),
         st.longest_zero_run.to_string(),
         st.seconds.to_string(),
+        f2(if st.mean > 0.0 { st.p1 / st.mean } else { 0.0 }),
+        f2(s.detrended_p1_over_mean),
+        f2(s.detrended_min_over_mean),
+        s.detrended_seconds_below_half.to_string(),
     ];
     table(&head, &[row], &[])
 }

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use super::iobound::{parse_size, IoFigures};
 use crate::recorder::KindSummary;
 use crate::sampler::SampleRow;
-use crate::stability::{stability, Stability};
+use crate::stability::{detrended, stability, Stability};
 
 /// One step of the insert benchmark.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -61,6 +61,15 @@ pub struct Summary {
     pub seconds_below_half_mean: u64,
     pub zero_seconds: u64,
     pub longest_zero_run: u64,
+    /// The same figures on throughput relative to its 30-second rolling median
+    /// (`stability::detrended`): holes show here, slow drift does not. p1 and min over the
+    /// mean, and the seconds under half of it.
+    #[serde(default)]
+    pub detrended_p1_over_mean: f64,
+    #[serde(default)]
+    pub detrended_min_over_mean: f64,
+    #[serde(default)]
+    pub detrended_seconds_below_half: u64,
     pub checkpoint_age_max_pct: Option<f64>,
     pub checkpoint_age_max_bytes: Option<u64>,
     pub dirty_pct_mean: Option<f64>,
@@ -164,6 +173,8 @@ impl Summary {
         let m: Vec<&SampleRow> = rows.iter().filter(|r| !r.excluded).collect();
         let series: Vec<f64> = m.iter().map(|r| r.ops as f64).collect();
         let st: Stability = stability(&series);
+        let dt = detrended(&series);
+        let over_mean = |x: f64| if dt.mean > 0.0 { x / dt.mean } else { 0.0 };
         let secs = m.len().max(1) as f64;
         let ops: u64 = m.iter().map(|r| r.ops).sum();
         let per_op = |x: f64| if ops == 0 { 0.0 } else { x / ops as f64 };
@@ -237,6 +248,9 @@ impl Summary {
             seconds_below_half_mean: st.seconds_below_half_mean,
             zero_seconds: st.zero_seconds,
             longest_zero_run: st.longest_zero_run,
+            detrended_p1_over_mean: over_mean(dt.p1),
+            detrended_min_over_mean: over_mean(dt.min),
+            detrended_seconds_below_half: dt.seconds_below_half_mean,
             checkpoint_age_max_pct: m
                 .iter()
                 .filter_map(|r| r.checkpoint_age_pct)
@@ -361,6 +375,22 @@ pub const COLUMN_NOTES: &[(&str, &str)] = &[
         "stall_s",
         "foreground flushing stalls, seconds summed over threads",
     ),
+    (
+        "p1/mean",
+        "the 1st-percentile second's throughput over the mean (1.0: no second below average)",
+    ),
+    (
+        "p1/mean (30 s median)",
+        "p1/mean of throughput relative to its 30-second rolling median: holes show, slow drift does not",
+    ),
+    (
+        "min (30 s median)",
+        "the slowest second relative to its 30-second rolling median",
+    ),
+    (
+        "s < 1/2 (30 s median)",
+        "seconds under half their 30-second rolling median (the holes)",
+    ),
 ];
 
 /// The note for column `name` (see [`COLUMN_NOTES`]).
@@ -403,4 +433,26 @@ pub fn seed002_columns(s: &Summary) -> Vec<(&'static str, String)> {
         ("cpu", format!("{:.1}", s.cpu_pct)),
         ("engine", s.engine.clone()),
     ]
+}
+
+/// The stability figures for the terminal, plain and relative to the 30-second rolling median.
+pub fn stability_line(what: &str, s: &Summary) -> String {
+    let p1_over_mean = if s.throughput_mean > 0.0 {
+        s.throughput_p1 / s.throughput_mean
+    } else {
+        0.0
+    };
+    format!(
+        "stability ({what}): mean {:.1}, p1 {:.1} ({p1_over_mean:.2} of the mean), min {:.1}, cv {:.3}, seconds below half mean {}, zero seconds {}, longest zero run {}; against the 30 s rolling median: p1/mean {:.2}, min {:.2}, seconds below half {}",
+        s.throughput_mean,
+        s.throughput_p1,
+        s.throughput_min,
+        s.throughput_cv,
+        s.seconds_below_half_mean,
+        s.zero_seconds,
+        s.longest_zero_run,
+        s.detrended_p1_over_mean,
+        s.detrended_min_over_mean,
+        s.detrended_seconds_below_half
+    )
 }

@@ -76,6 +76,9 @@ pub fn render(workload: &str, vary: &str, runs: &[SweepRun]) -> String {
                 "cv",
                 "s < mean/2",
                 "zero s",
+                "p1/mean",
+                "p1/mean (30 s median)",
+                "s < 1/2 (30 s median)",
                 "tpmC",
                 "flush policy",
                 "max ckpt age %",
@@ -97,6 +100,16 @@ pub fn render(workload: &str, vary: &str, runs: &[SweepRun]) -> String {
             format!("{:.3}", s.throughput_cv),
             s.seconds_below_half_mean.to_string(),
             s.zero_seconds.to_string(),
+            format!(
+                "{:.2}",
+                if s.throughput_mean > 0.0 {
+                    s.throughput_p1 / s.throughput_mean
+                } else {
+                    0.0
+                }
+            ),
+            format!("{:.2}", s.detrended_p1_over_mean),
+            s.detrended_seconds_below_half.to_string(),
             s.tpmc.map_or("-".into(), |t| format!("{t:.0}")),
             s.flush_policy.clone().unwrap_or_else(|| "-".into()),
             opt(s.checkpoint_age_max_pct),

@@ -18,7 +18,7 @@ use crate::insert::client::{query_loop, ClientState, KINDS, KIND_INDEX, KIND_INS
 use crate::insert::schema::ClientTables;
 use crate::insert::step::Step;
 use crate::report::summary::{
-    column_notes_text, flushing_line, machine_line, StepSummary, Summary,
+    column_notes_text, flushing_line, machine_line, stability_line, StepSummary, Summary,
 };
 use crate::report::{default_out, now_unix_s, write_results};
 use crate::sampler::{Clients, SampleRow, Sampler};
@@ -390,10 +390,7 @@ fn finish(
         "where (one operation = one of {op}):\n{}",
         column_notes_text(&names).trim_end()
     ));
-    con.result(&format!(
-        "stability ({op}/s): mean {:.1}, p1 {:.1}, min {:.1}, cv {:.3}, seconds below half mean {}, zero seconds {}, longest zero run {}",
-        s.throughput_mean, s.throughput_p1, s.throughput_min, s.throughput_cv, s.seconds_below_half_mean, s.zero_seconds, s.longest_zero_run
-    ));
+    con.result(&stability_line(&format!("{op}/s"), &s));
     con.result(&flushing_line(&s));
     if let Some(io) = &s.io {
         con.result(&io.lines());

@@ -18,7 +18,7 @@ use super::{
 use crate::driver::Driver;
 use crate::error::{BenchError, BenchResult};
 use crate::recorder::Recorder;
-use crate::report::summary::{flushing_line, machine_line, RunEvent, Summary};
+use crate::report::summary::{flushing_line, machine_line, stability_line, RunEvent, Summary};
 use crate::report::{default_out, now_unix_s, write_results};
 use crate::sampler::{Clients, SampleRow, Sampler};
 use crate::tpcc::check::{check, CheckReport};
@@ -327,10 +327,7 @@ fn finish(
             k.name, s.duration_s, k.count, k.count as f64 / minutes, k.retries, k.rolled_back, k.failed, k.mean_ms, k.p50_ms, k.p90_ms, k.p95_ms, k.p99_ms, k.p999_ms, k.max_ms
         ));
     }
-    con.result(&format!(
-        "stability (New-Order/s): mean {:.1}, p1 {:.1}, min {:.1}, cv {:.3}, seconds below half mean {}, zero seconds {}, longest zero run {}",
-        s.throughput_mean, s.throughput_p1, s.throughput_min, s.throughput_cv, s.seconds_below_half_mean, s.zero_seconds, s.longest_zero_run
-    ));
+    con.result(&stability_line("New-Order/s", &s));
     con.result(&flushing_line(&s));
     if let Some(io) = &s.io {
         con.result(&io.lines());

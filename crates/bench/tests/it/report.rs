@@ -118,7 +118,11 @@ fn report_renders_from_recorded_series_and_svg_parses() {
     assert_eq!(s.zero_seconds, 3);
     assert_eq!(s.longest_zero_run, 3);
     assert_eq!(s.checkpoint_age_max_pct, Some(60.0));
+    // the 3 zero seconds are holes against the 30 s rolling median too
+    assert_eq!(s.detrended_seconds_below_half, 3);
+    assert_eq!(s.detrended_min_over_mean, 0.0);
     let page = html::render(&s, &rows);
+    assert!(page.contains("<th>p1/mean (30 s median)</th>"));
     assert!(page.starts_with("<!DOCTYPE html>"));
     for fetch in ["<script", "<link", "src=", "<img"] {
         assert!(!page.contains(fetch), "self-contained: no {fetch}");
