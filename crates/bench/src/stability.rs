@@ -1,7 +1,7 @@
 //! Stability figures of a per-second throughput series (DESIGN.md, "Metrics"): mean, 1st
 //! percentile, minimum, maximum, coefficient of variation, seconds below half the mean, zero
 //! seconds and the longest run of them; and iibench's ips.99. These are what tell a level line
-//! from one with holes, which averages hide (seed 003's 1-second micro-stalls).
+//! from one with holes, which averages hide (the 1-second micro-stalls of adaptive flushing in MySQL 5.6 under tpcc-mysql).
 
 use serde::{Deserialize, Serialize};
 

@@ -105,7 +105,7 @@ pub struct Status {
     pub free_list_pages: u32,
     pub file_bytes: u64,
     pub tables: usize,
-    /// 100 * dirty / (1 + data + free), seed 000's formula.
+    /// 100 * dirty / (1 + data + free), InnoDB's formula for its dirty-page percentage.
     pub dirty_pct: f64,
     pub buffer: PoolStatus,
     pub page_splits: u64,

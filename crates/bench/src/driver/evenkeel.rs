@@ -3,7 +3,7 @@
 //! unknown names and out-of-range values are reported by the engine with the valid range.
 //! Deadlocks and lock-wait timeouts are retryable; every other engine error is fatal.
 //! The status is mapped onto `EngineStats`: checkpoint age (bytes and % of log capacity),
-//! dirty % (seed 000's formula, computed by the engine), the flush policy in force, pages
+//! dirty % (InnoDB's formula, computed by the engine), the flush policy in force, pages
 //! flushed by source (policy / LRU / sync point / max dirty / single page), stall time by kind
 //! (sync-point flushing, max-dirty flushing, free-frame waits), commit admission delay,
 //! read-ahead counters and redo bytes and fsyncs. Dynamic options (`--at` schedules) go to

@@ -1,11 +1,11 @@
 //! report.html: one self-contained page (inline SVG and CSS, no scripts, no network) with the
 //! seeds' graphs for one run — throughput per 1 s and per 10 s, checkpoint age (with the async
-//! and sync points) and dirty % on two axes (seed 000), pages flushed per second by source
+//! and sync points) and dirty % on two axes (as the InnoDB flushing studies draw them), pages flushed per second by source
 //! (policy, LRU, sync point, max dirty, single page), foreground stalls by kind and admission
 //! delay, MB/s read and written, page reads and read-ahead, redo written, latency percentiles,
 //! CPU of this process beside the other processes' and the machine's load average — with the
 //! warm-up shaded and labelled and a marker wherever a `--at` schedule changed an option —
-//! followed by seed 002's summary columns with what each means, whether the run was IO-bound
+//! followed by iibench's summary columns with what each means, whether the run was IO-bound
 //! (and the reads and writes that say so), the machine beside the run, the stability and
 //! flushing figures, the changes made while running, per-transaction or per-step tables, and
 //! the full configuration.
@@ -201,7 +201,7 @@ pub fn charts(s: &Summary, rows: &[SampleRow]) -> Vec<Chart> {
 }
 
 /// Checkpoint age (% of log capacity, or MB when the engine has no capacity) with the async
-/// and sync points from the engine's options, and dirty % on the right axis (seed 000).
+/// and sync points from the engine's options, and dirty % on the right axis.
 fn checkpoint_chart(s: &Summary, rows: &[SampleRow]) -> Chart {
     let pct = rows.iter().any(|r| r.checkpoint_age_pct.is_some());
     let (series, label) = if pct {
@@ -310,7 +310,7 @@ fn stability_table(s: &Summary) -> String {
     table(&head, &[row], &[])
 }
 
-/// What the flushing cost: seed 000's and issue 4's per-policy figures.
+/// What the flushing cost: the per-policy flushing figures.
 fn flushing_table(s: &Summary) -> String {
     let o = |v: Option<f64>| v.map_or("-".to_string(), f2);
     let head = [
@@ -499,7 +499,7 @@ pub fn render(s: &Summary, rows: &[SampleRow]) -> String {
         s.ops,
         esc(&s.op)
     );
-    o.push_str("<h2>Summary (seed 002's columns)</h2>");
+    o.push_str("<h2>Summary (iibench's columns)</h2>");
     let cols = seed002_columns(s);
     let head: Vec<&str> = cols.iter().map(|c| c.0).collect();
     o.push_str(&table(

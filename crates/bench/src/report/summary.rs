@@ -2,7 +2,7 @@
 //! throughput of the measured seconds (rows not marked `excluded`); per-op I/O and CPU divide totals over those
 //! seconds by the primary operations (New-Order for TPC-C, inserted rows for the insert
 //! benchmark), using device counters when the data directory's device is known and the
-//! process's /proc/self/io otherwise. seed 002's table columns (ips.av, ips.99, wKB/i, rKB/i,
+//! process's /proc/self/io otherwise. iibench's table columns (ips.av, ips.99, wKB/i, rKB/i,
 //! r/i, Mcpu/i, size, rss, wMB/s, cpu) are all derivable from here; [`COLUMN_NOTES`] says what
 //! each means, wherever a table of them is shown. The machine's load average and the CPU other
 //! processes used are summed up beside the engine's own figures, and [`IoFigures`] says whether
@@ -335,7 +335,7 @@ pub fn machine_line(s: &Summary) -> String {
     )
 }
 
-/// What each summary column means: seed 002's columns and the sweep table's extra ones.
+/// What each summary column means: iibench's columns and the sweep table's extra ones.
 /// "Storage" is the device holding the data when the sampler found it, else this process's
 /// reads and writes (/proc/self/io); an operation is the run's `op` (a New-Order for TPC-C, an
 /// inserted row or a query for the insert benchmark).
@@ -409,7 +409,7 @@ pub fn column_notes_text(names: &[&str]) -> String {
         .collect()
 }
 
-/// seed 002's summary columns for one run: header and values, in the order the post prints.
+/// iibench's summary columns for one run: header and values, in the order the post prints.
 pub fn seed002_columns(s: &Summary) -> Vec<(&'static str, String)> {
     let gb = |b: Option<u64>| b.map_or("-".to_string(), |b| format!("{:.1}", b as f64 / 1e9));
     vec![

@@ -5,7 +5,7 @@
 //! axes always take them in, so a threshold the data never reaches is still on the chart.
 //! Shaded bands mark spans of the x axis (the warm-up, which is not measured), labelled inside
 //! the band. Colours are the Okabe-Ito palette, which red-green colour-blind readers can tell
-//! apart (seed 002's readers asked for it), and series past the first alternate dash patterns
+//! apart (readers of the iibench posts asked for it), and series past the first alternate dash patterns
 //! as a second cue. A chart without data says so instead of drawing empty axes.
 //!
 //! Layout rules every chart keeps: the plot area has the same left and right margins whether

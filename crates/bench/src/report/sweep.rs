@@ -1,7 +1,7 @@
-//! The sweep page: one row per run in seed 002's columns plus the stability and flushing
+//! The sweep page: one row per run in iibench's columns plus the stability and flushing
 //! figures (policy, max checkpoint age, mean dirty %, foreground stall, admission delay,
 //! sync-point seconds: issue 4's per-policy table), and the runs' throughput overlaid per 1 s
-//! and per 10 s, one colour per run, so a reader sees which setting keeps the line level (seed 000's search for max_dirty_pages_pct, done in one page).
+//! and per 10 s, one colour per run, so a reader sees which setting keeps the line level (the search for a magic max_dirty_pages_pct, done in one page).
 //! Below them, checkpoint age, dirty % and stall per second of every run that exposes them:
 //! in an engine sweep, each engine's own reasons for its dips side by side.
 
@@ -20,7 +20,7 @@ pub struct SweepRun {
     pub rows: Vec<SampleRow>,
 }
 
-/// Plain-text table in seed 002's layout (space-separated, engine column last).
+/// Plain-text table in iibench's layout (space-separated, engine column last).
 pub fn text_table(runs: &[SweepRun]) -> String {
     let mut o = String::new();
     for (i, r) in runs.iter().enumerate() {

@@ -2,7 +2,7 @@
 //! each second. Every step records its rows, seconds, ips.av and ips.99 (per client, the
 //! per-10-second rates sorted descending, the value at the 99% position; summed over clients).
 //! The summary's per-op figures come from the main insert step: l.i1 when it ran, else l.i0,
-//! else l.i2 (seed 002 reports the load with indexes maintained). `--at` times count from the
+//! else l.i2 (iibench reports the load with indexes maintained). `--at` times count from the
 //! start of the first step, the time axis of the report.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

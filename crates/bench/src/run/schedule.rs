@@ -1,5 +1,5 @@
 //! `--at TIME:set NAME=VALUE` schedules: change an engine option while a workload runs, the way
-//! seed 001 asks (switch the flush policy at 60 s and watch the line). TIME counts from the
+//! what a flushing study needs (switch the flush policy at 60 s and watch the line). TIME counts from the
 //! start of the measured phase (after TPC-C's warmup; from the first step of the insert
 //! benchmark) and takes `90`, `90s`, `2m`, `1m30s` or `1h`. Several `--at` may share a time;
 //! they apply in command-line order.

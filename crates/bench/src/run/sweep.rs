@@ -1,7 +1,7 @@
 //! `sweep <tpcc|insert> --vary name=v1,v2,...`: the same workload once per value of one
 //! setting (an engine option, passed as `--set name=value`, or one of the workload's own
 //! arguments), each into its own results directory, then `sweep.html` (one table, overlaid
-//! throughput charts), `sweep.txt` (seed 002's plain table) and `sweep.json`.
+//! throughput charts), `sweep.txt` (iibench's plain table) and `sweep.json`.
 //!
 //! Data: when the varied setting does not shape the data (a flush policy, io_capacity, the
 //! buffer pool size, connections — not warehouses, insert clients or rows, nor an option the

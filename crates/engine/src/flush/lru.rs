@@ -1,6 +1,6 @@
 //! lru: the LRU cleaner, a thread of its own that keeps free frames ready, so a thread that
-//! reads a page finds a free frame instead of writing a dirty page itself (seed 002's comments:
-//! the single-page flush stall).
+//! reads a page finds a free frame instead of writing a dirty page itself (InnoDB's
+//! single-page flush stall).
 //!
 //! Why a thread apart from the page cleaner: the page cleaner's loop is 50 ms to 1 s long and
 //! spends most of it writing flush-list pages; a 4096-frame pool read at 25,000 pages/s turns

@@ -188,7 +188,7 @@ impl Durability {
         }
     }
 
-    /// check_max_dirty_foreground (seed 001): while dirty pages exceed max_dirty_pages_pct, a
+    /// check_max_dirty_foreground: while dirty pages exceed max_dirty_pages_pct, a
     /// committing thread writes oldest pages itself before it may dirty more, so the limit
     /// really holds whatever the policy does.
     fn max_dirty_foreground(&self) -> Result<()> {

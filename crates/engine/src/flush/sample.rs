@@ -1,5 +1,5 @@
 //! sample: the per-second status row the page cleaner records (the last hour is kept), so a
-//! user can see each second what seed 000 graphs: checkpoint age, dirty %, pages flushed by
+//! user can see each second what the InnoDB flushing studies graph: checkpoint age, dirty %, pages flushed by
 //! source, and what user threads paid for it (admission delay, foreground stalls).
 
 /// One second of the engine's life. Counters are deltas over the second; gauges are values at

@@ -22,7 +22,7 @@
 //!
 //! The fixed per-page overhead is therefore [`PAGE_OVERHEAD`] = 48 bytes at every page size
 //! (InnoDB spends about 120 bytes of header, trailer, infimum/supremum and directory per page;
-//! seed 001 measured ~900 bytes of real per-page overhead at 4 KiB).
+//! ~900 bytes of real per-page overhead were measured on InnoDB at 4 KiB).
 //!
 //! Invariant 4 (docs/invariants.md): a page is never used unless [`verify`] accepted it.
 

@@ -61,7 +61,7 @@ fn max_dirty_pages_pct_is_enforced_by_committing_threads() {
         "foreground flushing never ran"
     );
     assert!(st.max_dirty_waits > 0);
-    // turning the check off lets dirty pages grow past the limit (what seed 001 complains of)
+    // turning the check off lets dirty pages grow past the limit (what InnoDB users complain of: the limit not respected)
     db.set_option("check_max_dirty_foreground", "off").unwrap();
     db.set_option("max_dirty_pages_pct", "99").unwrap();
     let before = db.status().pages_flushed_max_dirty;

@@ -3,7 +3,7 @@
 //! keep_average`), written by Yasufumi Kinoshita for flash devices. Source: Percona Server 5.5
 //! `storage/innobase/srv/srv0srv.c`, `srv_master_thread`, the branch
 //! `srv_adaptive_flushing_method == 2`; introduced in Vadim Tkachenko's "MySQL 5.5.8 and Percona
-//! Server: being adaptive" (Percona blog, December 2010; our seed 004), which notes it wants
+//! Server: being adaptive" (Percona blog, December 2010), which notes it wants
 //! flush_neighbors off so that pages flushed can be counted exactly.
 //!
 //! It runs ten times a second (`next_loop_ms` = 100) and keeps the flushing even by asking, each

@@ -37,7 +37,7 @@
 //! Why sp = 85% of the async point and 2 ms at it: the band between sp and the async point must
 //! hold a burst's first second (the toy model's burst and 3x-overload scenarios fail with a
 //! higher set point or lower gains), and larger delays cost more commits than the stalls they
-//! save. The pilot runs behind these values: docs/measurements.md, "steady's set point".
+//! save. The runs behind these values: docs/measurements.md, "steady's set point".
 //!
 //! Why it does better than the others at 1-second resolution: when the workload dirties pages
 //! faster than the device writes them, no flush rate can keep the log from filling; only
