@@ -23,7 +23,7 @@
 #![allow(unsafe_code)]
 
 use std::collections::BTreeMap;
-use std::ops::Bound;
+use std::ops::{Bound, RangeBounds};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -472,21 +472,6 @@ impl LmdbTxn {
     }
 }
 
-/// Whether `k` is within the bounds.
-fn in_bounds(k: &[u8], lower: Bound<&[u8]>, upper: Bound<&[u8]>) -> bool {
-    let lo = match lower {
-        Bound::Included(l) => k >= l,
-        Bound::Excluded(l) => k > l,
-        Bound::Unbounded => true,
-    };
-    let hi = match upper {
-        Bound::Included(u) => k <= u,
-        Bound::Excluded(u) => k < u,
-        Bound::Unbounded => true,
-    };
-    lo && hi
-}
-
 impl DriverTxn for LmdbTxn {
     fn get(&mut self, t: TableId, key: &[u8]) -> DriverResult<Option<Vec<u8>>> {
         let db = self.db(t)?;
@@ -539,7 +524,7 @@ impl DriverTxn for LmdbTxn {
             .writes
             .range((t, Vec::new())..)
             .take_while(|((wt, _), _)| *wt == t)
-            .filter(|((_, k), _)| in_bounds(k, lower, upper))
+            .filter(|((_, k), _)| RangeBounds::<[u8]>::contains(&(lower, upper), k.as_slice()))
             .map(|((_, k), v)| (k.as_slice(), v))
             .collect();
         if reverse {

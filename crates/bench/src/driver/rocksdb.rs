@@ -26,7 +26,7 @@
 
 #![allow(unsafe_code)]
 
-use std::ops::Bound;
+use std::ops::{Bound, RangeBounds};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -387,20 +387,6 @@ impl RocksTxn {
     }
 }
 
-fn in_bounds(k: &[u8], lower: Bound<&[u8]>, upper: Bound<&[u8]>) -> bool {
-    let lo = match lower {
-        Bound::Included(l) => k >= l,
-        Bound::Excluded(l) => k > l,
-        Bound::Unbounded => true,
-    };
-    let hi = match upper {
-        Bound::Included(u) => k <= u,
-        Bound::Excluded(u) => k < u,
-        Bound::Unbounded => true,
-    };
-    lo && hi
-}
-
 impl DriverTxn for RocksTxn {
     fn get(&mut self, t: TableId, key: &[u8]) -> DriverResult<Option<Vec<u8>>> {
         self.run(t, |x, cf| x.get_cf(cf, key))
@@ -442,7 +428,7 @@ impl DriverTxn for RocksTxn {
                 let (Some(k), Some(v)) = (it.key(), it.value()) else {
                     break;
                 };
-                if in_bounds(k, lower, upper) {
+                if RangeBounds::<[u8]>::contains(&(lower, upper), k) {
                     out.push((k.to_vec(), v.to_vec()));
                 } else {
                     // Only the excluded seek key itself may be skipped; past it the range ends.

@@ -15,16 +15,10 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use evenkeel_bench::driver::{Driver, DriverResult, TableId};
-use evenkeel_bench::recorder::Recorder;
 use evenkeel_bench::run::engine::{open_driver, EngineSpec};
 use evenkeel_bench::tpcc::check::check;
-use evenkeel_bench::tpcc::client::{run_one, Shared};
-use evenkeel_bench::tpcc::input::{Deck, InputGen, Mix};
 use evenkeel_bench::tpcc::load::load;
-use evenkeel_bench::tpcc::random::rng_for;
 use evenkeel_bench::tpcc::scale::{Meta, Scale};
-use evenkeel_bench::tpcc::schema::Tables;
-use parking_lot::Mutex;
 
 /// How an engine's transactions meet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -325,27 +319,8 @@ fn tpcc_stays_consistent(e: &Engine) {
     let meta = load(&*d, scale, 2, 7, &|_| {}).expect("load");
     let fresh = check(&*d, None).expect("check");
     assert!(fresh.ok(), "{}: after load: {:?}", e.name, fresh.failures);
-    let t = Tables::open(&*d, false).expect("tables");
-    let g = InputGen {
-        scale: meta.scale,
-        c: meta.nurand,
-    };
-    let shared = Shared::new(&*d, t, g, Mix::TpccMysql).expect("shared");
-    let recs: Vec<Mutex<Recorder>> = (0..4).map(|_| Mutex::new(Recorder::new(5))).collect();
-    std::thread::scope(|s| {
-        for (i, rec) in recs.iter().enumerate() {
-            let shared = &shared;
-            s.spawn(move || {
-                let mut rng = rng_for(11, i as u64);
-                let mut deck = Deck::new(Mix::TpccMysql);
-                for _ in 0..100 {
-                    run_one(shared, deck.deal(&mut rng), &mut rng, rec).expect("txn");
-                }
-            });
-        }
-    });
-    let mut total = Recorder::new(5);
-    recs.iter().for_each(|r| total.merge(&r.lock()));
+    let shared = crate::tpcc::clients_on(&*d, &meta);
+    let total = crate::tpcc::run_clients(&shared, 4, 100);
     let done: u64 = total.kinds.iter().map(|k| k.ok).sum();
     assert_eq!(done, 400);
     let mut meta = Meta::read(&*d).expect("meta").expect("present");

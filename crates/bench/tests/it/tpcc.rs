@@ -15,6 +15,36 @@ use evenkeel_bench::tpcc::scale::{Meta, Scale};
 use evenkeel_bench::tpcc::schema::Tables;
 use parking_lot::Mutex;
 
+/// The clients' shared state for TPC-C on the data `meta` describes (tpcc-mysql's mix).
+pub(crate) fn clients_on<'a>(d: &'a dyn Driver, meta: &Meta) -> Shared<'a> {
+    let t = Tables::open(d, false).expect("tables");
+    let g = InputGen {
+        scale: meta.scale,
+        c: meta.nurand,
+    };
+    Shared::new(d, t, g, Mix::TpccMysql).expect("shared")
+}
+
+/// Runs `threads` seeded clients, `per_thread` transactions each; returns their merged
+/// recorder.
+pub(crate) fn run_clients(shared: &Shared<'_>, threads: u64, per_thread: usize) -> Recorder {
+    let recs: Vec<Mutex<Recorder>> = (0..threads).map(|_| Mutex::new(Recorder::new(5))).collect();
+    std::thread::scope(|s| {
+        for (i, rec) in recs.iter().enumerate() {
+            s.spawn(move || {
+                let mut rng = rng_for(11, i as u64);
+                let mut deck = Deck::new(Mix::TpccMysql);
+                for _ in 0..per_thread {
+                    run_one(shared, deck.deal(&mut rng), &mut rng, rec).expect("txn");
+                }
+            });
+        }
+    });
+    let mut total = Recorder::new(5);
+    recs.iter().for_each(|r| total.merge(&r.lock()));
+    total
+}
+
 fn small() -> Scale {
     Scale {
         warehouses: 2,
@@ -92,27 +122,8 @@ fn consistency_holds_after_concurrent_transactions() {
     assert!(fresh.ok(), "{:?}", fresh.failures);
     assert!(fresh.conditions_checked.contains(&11));
 
-    let t = Tables::open(&d, false).expect("tables");
-    let g = InputGen {
-        scale: meta.scale,
-        c: meta.nurand,
-    };
-    let shared = Shared::new(&d, t, g, Mix::TpccMysql).expect("shared");
-    let recs: Vec<Mutex<Recorder>> = (0..4).map(|_| Mutex::new(Recorder::new(5))).collect();
-    std::thread::scope(|s| {
-        for (i, rec) in recs.iter().enumerate() {
-            let shared = &shared;
-            s.spawn(move || {
-                let mut rng = rng_for(11, i as u64);
-                let mut deck = Deck::new(Mix::TpccMysql);
-                for _ in 0..400 {
-                    run_one(shared, deck.deal(&mut rng), &mut rng, rec).expect("txn");
-                }
-            });
-        }
-    });
-    let mut total = Recorder::new(5);
-    recs.iter().for_each(|r| total.merge(&r.lock()));
+    let shared = clients_on(&d, &meta);
+    let total = run_clients(&shared, 4, 400);
     let done: u64 = total.kinds.iter().map(|k| k.ok).sum();
     assert_eq!(done, 1600);
     assert!(total.kinds[TxnKind::Delivery.index()].ok > 0);
