@@ -23,8 +23,8 @@ use crate::tpcc::input::Mix;
 #[derive(Debug, Clone, Args)]
 pub struct CommonArgs {
     /// Engine to drive: evenkeel; the peers innodb (a MariaDB server the workbench starts and
-    /// stops itself), sqlite and lmdb (in a build with --features peers); or model (the
-    /// in-memory test engine).
+    /// stops itself), rocksdb, sqlite and lmdb (in a build with --features peers); or model
+    /// (the in-memory test engine).
     #[arg(long, default_value = "evenkeel")]
     pub engine: String,
     /// Data directory, kept after the run. Reused when it holds data: tpcc runs on the

@@ -146,22 +146,30 @@ impl LogSpace {
 
     /// Fuzzy checkpoint (invariant 2): computes the checkpoint LSN under the fence from the
     /// log end, `oldest_dirty` (the oldest modification of any dirty page, read under the
-    /// fence) and the transactions still applying, then writes it. Returns the checkpoint LSN.
+    /// fence) and the transactions still applying, makes the log durable up to that log end,
+    /// then writes it. Returns the checkpoint LSN.
     pub fn checkpoint(&self, oldest_dirty: impl FnOnce() -> Option<Lsn>) -> Result<Lsn> {
-        let target = {
+        let (target, end) = {
             let _f = self.fence.write();
-            let mut cp = self.log.current_lsn();
+            let end = self.log.current_lsn();
+            let mut cp = end;
             if let Some(o) = oldest_dirty() {
                 cp = cp.min(o);
             }
             if let Some((&a, _)) = self.applying.lock().first_key_value() {
                 cp = cp.min(Lsn(a));
             }
-            cp
+            (cp, end)
         };
         if target > self.log.checkpoint_lsn() {
+            // IMPORTANT (invariant 2): durable up to `end`, not only up to `target`. A
+            // transaction stops pinning the checkpoint when its ApplyDone is appended, not when
+            // it is durable, and its commit returned once the COMMIT alone was durable. A
+            // checkpoint past its COMMIT is sound only if the redo of its apply (below `end`,
+            // appended before the ApplyDone) is durable too: otherwise a crash would lose both
+            // the COMMIT (before the checkpoint) and the page changes (never on disk).
             self.log
-                .flush_to(target, true)
+                .flush_to(end, true)
                 .and_then(|()| self.log.write_checkpoint(target))?;
             self.checkpoints.fetch_add(1, Ordering::Relaxed);
         }

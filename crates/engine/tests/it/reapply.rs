@@ -135,12 +135,18 @@ fn verify(db: &Database, p: &Progress, seed: u64) {
     let small = db.table("small").unwrap();
     let txn = db.begin();
     for t in 0..SMALL_THREADS {
-        for i in 0..p.small_acked[t as usize].load(Ordering::SeqCst) {
-            assert!(
-                txn.get(&small, &own_key(t, i)).unwrap().is_some(),
-                "seed {seed}: acknowledged small transaction {i} of thread {t} lost"
-            );
-        }
+        let acked = p.small_acked[t as usize].load(Ordering::SeqCst);
+        let lost: Vec<u64> = (0..acked)
+            .filter(|&i| txn.get(&small, &own_key(t, i)).unwrap().is_none())
+            .collect();
+        assert!(
+            lost.is_empty(),
+            "seed {seed}: acknowledged small transactions of thread {t} lost: {lost:?} of \
+             {acked}; big transactions acked {}, attempted {}; recovery: {:?}",
+            p.big_acked.load(Ordering::SeqCst),
+            p.big_attempted.load(Ordering::SeqCst),
+            db.status().recovery
+        );
     }
     let lo = p.big_acked.load(Ordering::SeqCst);
     let hi = p.big_attempted.load(Ordering::SeqCst);

@@ -530,3 +530,46 @@ fn garbage_in_the_data_area_never_panics_and_returns_nothing_invalid() {
         assert!(rec.groups.is_empty(), "seed {seed}");
     }
 }
+
+/// Invariant 2: a checkpoint that passes the COMMIT of a transaction which has finished
+/// applying makes the redo of that apply durable before it is written. Regression: the reapply
+/// campaign under load lost an acknowledged transaction. Its thread was descheduled between
+/// its COMMIT (durable, so the commit returned) and its apply, which then landed far ahead of
+/// the durable log; the next checkpoint passed the COMMIT, flushing only up to its own LSN, and
+/// the crash took the apply's redo.
+#[test]
+fn a_checkpoint_past_an_applied_commit_makes_its_apply_durable() {
+    let sim = SimStorage::new();
+    let log = Arc::new(Log::create(storage(&sim), small()).unwrap());
+    let space = super::space::LogSpace::new(log.clone());
+    // the COMMIT, durable as a commit leaves it
+    let (commit, fence) = space.append_fenced(&payload(1, 100)).unwrap();
+    space.begin_applying(commit.start);
+    drop(fence);
+    log.flush_to(commit.end, true).unwrap();
+    // other work dirties a page after the COMMIT; then the apply and its ApplyDone
+    let (other, fence) = space.append_fenced(&payload(2, 100)).unwrap();
+    drop(fence);
+    let (apply, fence) = space.append_fenced(&payload(3, 100)).unwrap();
+    drop(fence);
+    let (done, fence) = space.append_fenced(&payload(4, 16)).unwrap();
+    drop(fence);
+    space.end_applying(commit.start);
+    // the oldest dirty page is the other work's: the checkpoint lands between COMMIT and apply
+    let cp = space.checkpoint(|| Some(other.start)).unwrap();
+    assert_eq!(cp, other.start);
+    assert!(cp > commit.start, "the checkpoint passed the COMMIT");
+    assert!(
+        log.flushed_lsn() >= done.end,
+        "checkpoint at {cp} written with the log durable only to {}: the apply at {} is not",
+        log.flushed_lsn(),
+        apply.start
+    );
+    // and a crash now keeps the apply: recovery from the checkpoint finds it
+    sim.crash();
+    drop(space);
+    drop(log);
+    let (_log, rec) = open(&sim, &small());
+    assert_eq!(rec.checkpoint_lsn, cp);
+    assert!(rec.groups.iter().any(|g| g.start == apply.start));
+}
