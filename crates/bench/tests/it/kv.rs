@@ -116,6 +116,83 @@ fn small_run_reports_every_point() {
     }
 }
 
+/// The same points through the driver adapter: the model engine, which every build has.
+#[test]
+fn another_engine_runs_the_same_points_through_its_driver() {
+    let r = run(&[
+        "--engine",
+        "model",
+        "--rows",
+        "2000",
+        "--threads",
+        "1,2",
+        "--seconds",
+        "0.1",
+        "--quiet",
+    ]);
+    assert_eq!(r.engine, "model");
+    assert!(r.loaded);
+    let names: Vec<(&str, usize)> = r
+        .rows
+        .iter()
+        .map(|x| (x.workload.as_str(), x.threads))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("load", 1),
+            ("get", 1),
+            ("get", 2),
+            ("put", 1),
+            ("put", 2),
+            ("scan", 1),
+            ("scan", 2)
+        ]
+    );
+    for row in &r.rows {
+        assert!(row.ops > 0 && row.ops_per_s > 0.0, "{row:?}");
+        assert!(
+            row.latency_us_p50 > 0.0 && row.latency_us_p99 >= row.latency_us_p50,
+            "{row:?}"
+        );
+        assert_eq!(row.flush_seconds, 0.0, "no flush brackets a driver's point");
+    }
+    let scan = r.rows.iter().find(|x| x.workload == "scan").unwrap();
+    assert!(scan.rows_per_s > scan.ops_per_s, "{scan:?}");
+}
+
+/// A peer keeps its table in --dir: the second run reuses it without a load.
+#[cfg(feature = "sqlite")]
+#[test]
+fn a_peer_reuses_its_loaded_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let args = |w: &'static str| {
+        [
+            "--engine",
+            "sqlite",
+            "--rows",
+            "2000",
+            "--threads",
+            "1",
+            "--seconds",
+            "0.05",
+            "--workloads",
+            w,
+            "--dir",
+            d,
+            "--quiet",
+        ]
+    };
+    let first = run(&args("put"));
+    assert!(first.loaded);
+    assert_eq!(first.engine, "sqlite");
+    let again = run(&args("get"));
+    assert!(!again.loaded);
+    let get = &again.rows[0];
+    assert!(get.workload == "get" && get.ops > 0, "{get:?}");
+}
+
 #[test]
 fn small_pool_reads_pages_per_get() {
     let dir = tempfile::tempdir().unwrap();
@@ -164,6 +241,11 @@ fn bad_arguments_are_named() {
         (&["--batch", "0"][..], "--batch"),
         (&["--scan-len", "0"][..], "--scan-len"),
         (&["--preset", "disk"][..], "memory or io"),
+        (&["--engine", "nosuch"][..], "unknown engine"),
+        (
+            &["--engine", "model", "--set", "page_size=4K"][..],
+            "model engine",
+        ),
         (
             &["--set", "buffer_pool_size"][..],
             "--set expects name=value",

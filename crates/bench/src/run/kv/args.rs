@@ -52,6 +52,11 @@ impl Preset {
 /// `bench kv`: the engine-core micro benchmark.
 #[derive(Debug, Clone, Args)]
 pub struct KvArgs {
+    /// Engine: evenkeel (through its own API, with its Status around each point) or a peer
+    /// (innodb, rocksdb, sqlite, lmdb in a build with --features peers; model), through the
+    /// same driver as tpcc and insert.
+    #[arg(long, default_value = "evenkeel")]
+    pub engine: String,
     /// memory (1,000,000 rows, buffer_pool_size=256M) or io (9,000,000 rows, buffer_pool_size=16M).
     #[arg(long)]
     pub preset: Option<String>,
@@ -103,6 +108,7 @@ impl KvArgs {
         }
         set.extend(self.set.iter().cloned());
         let o = KvOptions {
+            engine: self.engine.trim().to_ascii_lowercase(),
             rows: self
                 .rows
                 .or(preset.map(Preset::rows))

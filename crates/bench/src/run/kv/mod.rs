@@ -1,16 +1,19 @@
 //! `bench kv`: the engine-core micro benchmark. One table of 16-byte keys and 100-byte values,
 //! loaded once (1000 rows per commit, keys in random order), then timed points of random
 //! point gets, random replacing puts and range scans from random starts, each workload at
-//! each thread count for a fixed time. It drives evenkeel's own API rather than the `Driver`
-//! adapter so the figures are the engine's, and so it can read `Status` (data-file I/O,
-//! buffer-pool counters) around each point. Each point starts and ends with a flush, so
-//! write-back of what the point dirtied is charged to it.
+//! each thread count for a fixed time. On evenkeel it drives the engine's own API rather than
+//! the `Driver` adapter so the figures are the engine's, and so it can read `Status` (data-file
+//! I/O, buffer-pool counters) around each point; each point starts and ends with a flush, so
+//! write-back of what the point dirtied is charged to it. `--engine PEER` runs the same
+//! points through the peer's driver (`on_driver`, which says what differs).
 //!
 //! Must stay true: the table's key set never changes after the load (puts only replace), so
 //! every drawn key exists and a `--dir` loaded once can be reused by later runs.
 
 pub mod args;
 pub mod keys;
+#[cfg(feature = "evenkeel")]
+mod on_driver;
 pub mod report;
 #[cfg(feature = "evenkeel")]
 mod run;
@@ -23,7 +26,30 @@ use super::{require_positive, EngineSpec};
 use crate::error::{BenchError, BenchResult};
 
 #[cfg(feature = "evenkeel")]
-pub use run::{run_kv, run_kv_bench, META_TABLE, TABLE};
+pub use run::{run_kv, run_kv_bench};
+
+/// The benchmark's table.
+pub const TABLE: &str = "kv";
+/// A one-row table recording how many rows `TABLE` was loaded with.
+pub const META_TABLE: &str = "kv_meta";
+/// The key of that row (the value: the row count, big-endian u64).
+pub(crate) const META_ROWS_KEY: &[u8] = b"rows";
+
+/// Whether the kv table found in `--dir`, loaded with `have` rows (`None`: its load did not
+/// finish), can serve a run of `want` rows; the error says what to pass instead.
+pub(crate) fn check_loaded(have: Option<u64>, want: u64) -> BenchResult<u64> {
+    match have {
+        Some(n) if n == want => Ok(n),
+        Some(n) => Err(BenchError::Usage(format!(
+            "--dir holds a kv table of {n} rows but --rows asks for {want}: pass --rows {n} or \
+             another --dir"
+        ))),
+        None => Err(BenchError::Usage(
+            "--dir holds a kv table whose load did not finish: remove it or use another --dir"
+                .into(),
+        )),
+    }
+}
 
 /// Without the evenkeel driver there is nothing for kv to measure.
 #[cfg(not(feature = "evenkeel"))]
@@ -68,6 +94,8 @@ impl Workload {
 /// Checked options of a run.
 #[derive(Debug, Clone)]
 pub struct KvOptions {
+    /// evenkeel (its own API) or a peer (through its driver).
+    pub engine: String,
     pub rows: u64,
     pub threads: Vec<usize>,
     pub seconds: f64,
@@ -103,6 +131,10 @@ impl KvOptions {
     }
 
     pub(crate) fn spec(&self) -> EngineSpec {
-        EngineSpec::evenkeel(self.config.clone(), self.set.clone())
+        EngineSpec {
+            engine: self.engine.clone(),
+            config: self.config.clone(),
+            set: self.set.clone(),
+        }
     }
 }

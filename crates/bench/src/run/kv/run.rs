@@ -9,7 +9,7 @@ use evenkeel::{Database, Options, Table};
 
 use super::report::{render, KvReport, KvRow, Memory};
 use super::worker::{load, new_histogram, run_worker, Shared, WorkerOut};
-use super::{KvOptions, Workload};
+use super::{check_loaded, KvOptions, Workload, META_ROWS_KEY, META_TABLE, TABLE};
 use crate::error::{BenchError, BenchResult, DriverError};
 use crate::report::now_unix_s;
 use crate::report::summary::{config_hash, Summary};
@@ -18,11 +18,6 @@ use crate::run::console::Console;
 use crate::run::RunOutput;
 use crate::sampler::proc::parse_status_rss;
 
-/// The benchmark's table.
-pub const TABLE: &str = "kv";
-/// A one-row table recording how many rows `TABLE` was loaded with.
-pub const META_TABLE: &str = "kv_meta";
-const META_ROWS_KEY: &[u8] = b"rows";
 /// Where the temporary data directory goes without `--dir`.
 const TEMP_PARENT: &str = "/var/tmp";
 
@@ -57,7 +52,6 @@ fn rss_now() -> (u64, u64) {
 /// Run the benchmark and return its report (printed unless `quiet`/`json` say otherwise).
 pub fn run_kv(o: &KvOptions) -> BenchResult<KvReport> {
     o.validate()?;
-    let opts = engine_options(o)?;
     let mut con = Console::new(o.quiet, o.json);
     let temp = match &o.dir {
         Some(_) => None,
@@ -75,11 +69,16 @@ pub fn run_kv(o: &KvOptions) -> BenchResult<KvReport> {
     };
     std::fs::create_dir_all(dir)
         .map_err(|e| BenchError::io(format!("create {}", dir.display()), e))?;
-    let db = Database::open_or_create(dir, opts).map_err(engine_err)?;
-    let result = run_on(&db, o, &mut con);
-    let closed = db.close().map_err(engine_err);
-    let report = result?;
-    closed?;
+    let report = if o.engine == "evenkeel" {
+        let db = Database::open_or_create(dir, engine_options(o)?).map_err(engine_err)?;
+        let result = run_on(&db, o, &mut con);
+        let closed = db.close().map_err(engine_err);
+        let report = result?;
+        closed?;
+        report
+    } else {
+        super::on_driver::run_on_driver(o, dir, &mut con)?
+    };
     drop(temp);
     con.json(&serde_json::to_string_pretty(&report).map_err(|e| BenchError::Data(e.to_string()))?);
     con.result(&render(&report));
@@ -100,8 +99,8 @@ pub fn run_kv_bench(o: &KvOptions) -> BenchResult<RunOutput> {
     let config = config_map(&workload, report.config.clone(), &o.spec());
     let summary = Summary {
         workload: "kv".into(),
-        engine: "evenkeel".into(),
-        config_hash: config_hash("kv", "evenkeel", &config),
+        engine: o.engine.clone(),
+        config_hash: config_hash("kv", &o.engine, &config),
         config,
         started_unix_s: started,
         duration_s: report.rows.iter().map(|r| r.seconds).sum(),
@@ -145,6 +144,7 @@ fn run_on(db: &Database, o: &KvOptions, con: &mut Console) -> BenchResult<KvRepo
     let rss_max = rows.iter().map(|r| r.rss_bytes).max().unwrap_or(0);
     let (_, hwm) = rss_now();
     Ok(KvReport {
+        engine: "evenkeel".into(),
         rows_in_table: o.rows,
         data_file_bytes: status.file_bytes,
         page_size: status.page_size,
@@ -178,21 +178,9 @@ fn prepare_table(
             .map_err(engine_err)?
             .and_then(|v| v.try_into().ok().map(u64::from_be_bytes));
         txn.commit().map_err(engine_err)?;
-        return match have {
-            Some(n) if n == o.rows => {
-                con.line(&format!("reusing the kv table of {n} rows"));
-                Ok((db.table(TABLE).map_err(engine_err)?, None))
-            }
-            Some(n) => Err(BenchError::Usage(format!(
-                "--dir holds a kv table of {n} rows but --rows asks for {}: pass --rows {n} or \
-                 another --dir",
-                o.rows
-            ))),
-            None => Err(BenchError::Usage(
-                "--dir holds a kv table whose load did not finish: remove it or use another --dir"
-                    .into(),
-            )),
-        };
+        let n = check_loaded(have, o.rows)?;
+        con.line(&format!("reusing the kv table of {n} rows"));
+        return Ok((db.table(TABLE).map_err(engine_err)?, None));
     }
     let table = db.create_table(TABLE).map_err(engine_err)?;
     let meta = db.create_table_if_missing(META_TABLE).map_err(engine_err)?;
