@@ -12,13 +12,12 @@ use std::ops::Bound;
 use std::path::Path;
 use std::time::Instant;
 
-use hdrhistogram::Histogram;
 use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
+use rand::Rng;
 
 use super::keys::{fill_value, key_of, VALUE_BYTES};
 use super::report::{KvReport, KvRow, Memory};
-use super::worker::{new_histogram, LOAD_COMMIT_ROWS};
+use super::worker::{new_histogram, run_threads, timed_units, WorkerOut, LOAD_COMMIT_ROWS};
 use super::{check_loaded, KvOptions, Workload, META_ROWS_KEY, META_TABLE, TABLE};
 use crate::driver::{Driver, DriverTxn, EngineStats, TableId};
 use crate::error::{BenchError, BenchResult, DriverError};
@@ -34,13 +33,6 @@ struct Shared<'a> {
     scan_len: usize,
     batch: usize,
     seed: u64,
-}
-
-struct Out {
-    ops: u64,
-    rows: u64,
-    retries: u64,
-    latency_ns: Histogram<u64>,
 }
 
 /// Counters read around a point.
@@ -90,31 +82,8 @@ fn run_points(
             let before = snapshot(driver, proc);
             let start = Instant::now();
             let deadline = start + std::time::Duration::from_secs_f64(o.seconds);
-            let outs: Vec<BenchResult<Out>> = std::thread::scope(|s| {
-                let sh = &sh;
-                let handles: Vec<_> = (0..t)
-                    .map(|i| s.spawn(move || run_worker(sh, w, i, deadline)))
-                    .collect();
-                handles
-                    .into_iter()
-                    .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-                    .collect()
-            });
+            let total = run_threads(t, |i| run_worker(&sh, w, i, deadline))?;
             let elapsed = start.elapsed().as_secs_f64();
-            let mut total = Out {
-                ops: 0,
-                rows: 0,
-                retries: 0,
-                latency_ns: new_histogram(),
-            };
-            for out in outs {
-                let out = out?;
-                total.ops += out.ops;
-                total.rows += out.rows;
-                total.retries += out.retries;
-                // Same bounds on both sides, so adding cannot fail.
-                let _ = total.latency_ns.add(&out.latency_ns);
-            }
             let after = snapshot(driver, proc);
             let row = make_row(w.name(), t, elapsed, &total, &before, &after);
             let retried = if total.retries > 0 {
@@ -232,7 +201,7 @@ fn prepare_table(
         .map_err(derr)?;
     txn.commit().map_err(derr)?;
     let after = snapshot(driver, proc);
-    let out = Out {
+    let out = WorkerOut {
         ops: o.rows,
         rows: o.rows,
         retries: 0,
@@ -247,38 +216,17 @@ fn prepare_table(
 }
 
 /// Run `w` on one thread until `deadline`; the first unit always runs.
-fn run_worker(sh: &Shared<'_>, w: Workload, thread: usize, deadline: Instant) -> BenchResult<Out> {
-    let stream = (thread as u64 + 1).wrapping_mul(0x9e37_79b9) ^ ((w as u64) << 48);
-    let mut rng = SmallRng::seed_from_u64(sh.seed ^ stream);
-    let mut out = Out {
-        ops: 0,
-        rows: 0,
-        retries: 0,
-        latency_ns: new_histogram(),
-    };
-    let mut value = [0u8; VALUE_BYTES];
-    loop {
-        let t0 = Instant::now();
-        let unit = match w {
-            Workload::Get => get_one(sh, &mut rng),
-            Workload::Put => put_batch(sh, &mut rng, &mut value),
-            Workload::Scan => scan_one(sh, &mut rng),
-        };
-        let t1 = Instant::now();
-        match unit {
-            Ok((ops, rows)) => {
-                out.latency_ns
-                    .saturating_record((t1 - t0).as_nanos() as u64);
-                out.ops += ops;
-                out.rows += rows;
-            }
-            Err(BenchError::Driver(e)) if e.is_retryable() => out.retries += 1,
-            Err(e) => return Err(e),
-        }
-        if t1 >= deadline {
-            return Ok(out);
-        }
-    }
+fn run_worker(
+    sh: &Shared<'_>,
+    w: Workload,
+    thread: usize,
+    deadline: Instant,
+) -> BenchResult<WorkerOut> {
+    timed_units(sh.seed, w, thread, deadline, |rng, value| match w {
+        Workload::Get => get_one(sh, rng),
+        Workload::Put => put_batch(sh, rng, value),
+        Workload::Scan => scan_one(sh, rng),
+    })
 }
 
 fn check_value(what: &str, v: &[u8]) -> BenchResult<()> {
@@ -341,7 +289,7 @@ fn make_row(
     workload: &str,
     threads: usize,
     seconds: f64,
-    out: &Out,
+    out: &WorkerOut,
     before: &Snapshot,
     after: &Snapshot,
 ) -> KvRow {
@@ -350,16 +298,7 @@ fn make_row(
         (Some(a), Some(b)) => a.saturating_sub(b) as f64 / ops,
         _ => 0.0,
     };
-    let us = |q: f64| out.latency_ns.value_at_quantile(q) as f64 / 1000.0;
     KvRow {
-        workload: workload.to_string(),
-        threads,
-        seconds,
-        ops: out.ops,
-        ops_per_s: out.ops as f64 / seconds.max(1e-9),
-        rows_per_s: out.rows as f64 / seconds.max(1e-9),
-        latency_us_p50: us(0.5),
-        latency_us_p99: us(0.99),
         write_bytes_per_op: after
             .proc
             .write_bytes
@@ -367,7 +306,14 @@ fn make_row(
             / ops,
         pages_written_per_op: per_op(after.stats.pages_written, before.stats.pages_written),
         pages_read_per_op: per_op(after.stats.pages_read, before.stats.pages_read),
-        flush_seconds: 0.0,
         rss_bytes: after.proc.rss_bytes,
+        ..KvRow::timed(
+            workload,
+            threads,
+            seconds,
+            out.ops,
+            out.rows,
+            &out.latency_ns,
+        )
     }
 }

@@ -33,6 +33,36 @@ pub struct KvRow {
     pub rss_bytes: u64,
 }
 
+impl KvRow {
+    /// A point's timing figures: `ops` and `rows` over `seconds`, latency quantiles from
+    /// `latency_ns`; the I/O figures, the flush time and RSS are the caller's to fill.
+    pub fn timed(
+        workload: &str,
+        threads: usize,
+        seconds: f64,
+        ops: u64,
+        rows: u64,
+        latency_ns: &hdrhistogram::Histogram<u64>,
+    ) -> KvRow {
+        let us = |q: f64| latency_ns.value_at_quantile(q) as f64 / 1000.0;
+        KvRow {
+            workload: workload.to_string(),
+            threads,
+            seconds,
+            ops,
+            ops_per_s: ops as f64 / seconds.max(1e-9),
+            rows_per_s: rows as f64 / seconds.max(1e-9),
+            latency_us_p50: us(0.5),
+            latency_us_p99: us(0.99),
+            write_bytes_per_op: 0.0,
+            pages_written_per_op: 0.0,
+            pages_read_per_op: 0.0,
+            flush_seconds: 0.0,
+            rss_bytes: 0,
+        }
+    }
+}
+
 /// Process memory against the buffer pool.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Memory {

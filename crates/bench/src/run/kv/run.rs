@@ -8,7 +8,7 @@ use std::time::Instant;
 use evenkeel::{Database, Options, Table};
 
 use super::report::{render, KvReport, KvRow, Memory};
-use super::worker::{load, new_histogram, run_worker, Shared, WorkerOut};
+use super::worker::{load, run_threads, run_worker, Shared, WorkerOut};
 use super::{check_loaded, KvOptions, Workload, META_ROWS_KEY, META_TABLE, TABLE};
 use crate::error::{BenchError, BenchResult, DriverError};
 use crate::report::now_unix_s;
@@ -203,6 +203,7 @@ fn prepare_table(
     let out = WorkerOut {
         ops: o.rows,
         rows: o.rows,
+        retries: 0,
         latency_ns: hist,
     };
     let row = make_row("load", 1, seconds, flush_seconds, &out, &before, &after);
@@ -224,28 +225,8 @@ fn run_point(sh: &Shared<'_>, w: Workload, threads: usize, seconds: f64) -> Benc
     let before = flushed_status(sh.db)?;
     let start = Instant::now();
     let deadline = start + std::time::Duration::from_secs_f64(seconds);
-    let outs: Vec<BenchResult<WorkerOut>> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads)
-            .map(|t| s.spawn(move || run_worker(sh, w, t, deadline)))
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-            .collect()
-    });
+    let total = run_threads(threads, |t| run_worker(sh, w, t, deadline))?;
     let elapsed = start.elapsed().as_secs_f64();
-    let mut total = WorkerOut {
-        ops: 0,
-        rows: 0,
-        latency_ns: new_histogram(),
-    };
-    for out in outs {
-        let out = out?;
-        total.ops += out.ops;
-        total.rows += out.rows;
-        // Same bounds on both sides, so adding cannot fail.
-        let _ = total.latency_ns.add(&out.latency_ns);
-    }
     let f0 = Instant::now();
     let after = flushed_status(sh.db)?;
     let flush_seconds = match w {
@@ -274,20 +255,19 @@ fn make_row(
 ) -> KvRow {
     let ops = out.ops.max(1) as f64;
     let per_op = |a: u64, b: u64| a.saturating_sub(b) as f64 / ops;
-    let us = |q: f64| out.latency_ns.value_at_quantile(q) as f64 / 1000.0;
     KvRow {
-        workload: workload.to_string(),
-        threads,
-        seconds,
-        ops: out.ops,
-        ops_per_s: out.ops as f64 / seconds.max(1e-9),
-        rows_per_s: out.rows as f64 / seconds.max(1e-9),
-        latency_us_p50: us(0.5),
-        latency_us_p99: us(0.99),
         write_bytes_per_op: per_op(after.io.write_bytes, before.io.write_bytes),
         pages_written_per_op: per_op(after.buffer.pages_written, before.buffer.pages_written),
         pages_read_per_op: per_op(after.buffer.pages_read, before.buffer.pages_read),
         flush_seconds,
         rss_bytes: rss_now().0,
+        ..KvRow::timed(
+            workload,
+            threads,
+            seconds,
+            out.ops,
+            out.rows,
+            &out.latency_ns,
+        )
     }
 }

@@ -47,7 +47,52 @@ pub struct Shared<'a> {
 pub struct WorkerOut {
     pub ops: u64,
     pub rows: u64,
+    /// Units re-run after a retryable error (a peer's deadlock or lock-wait timeout).
+    pub retries: u64,
     pub latency_ns: Histogram<u64>,
+}
+
+impl WorkerOut {
+    pub fn new() -> WorkerOut {
+        WorkerOut {
+            ops: 0,
+            rows: 0,
+            retries: 0,
+            latency_ns: new_histogram(),
+        }
+    }
+}
+
+impl Default for WorkerOut {
+    fn default() -> Self {
+        WorkerOut::new()
+    }
+}
+
+/// Runs `f(thread)` on `threads` scoped threads and adds up what they counted; the first
+/// error wins, a panic is passed on.
+pub fn run_threads<F>(threads: usize, f: F) -> BenchResult<WorkerOut>
+where
+    F: Fn(usize) -> BenchResult<WorkerOut> + Sync,
+{
+    let f = &f;
+    let outs: Vec<BenchResult<WorkerOut>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads).map(|t| s.spawn(move || f(t))).collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    });
+    let mut total = WorkerOut::new();
+    for out in outs {
+        let out = out?;
+        total.ops += out.ops;
+        total.rows += out.rows;
+        total.retries += out.retries;
+        // Same bounds on both sides, so adding cannot fail.
+        let _ = total.latency_ns.add(&out.latency_ns);
+    }
+    Ok(total)
 }
 
 /// Run `w` on one thread until `deadline`; the first unit always runs.
@@ -57,26 +102,43 @@ pub fn run_worker(
     thread: usize,
     deadline: Instant,
 ) -> BenchResult<WorkerOut> {
+    timed_units(sh.seed, w, thread, deadline, |rng, value| match w {
+        Workload::Get => get_one(sh, rng),
+        Workload::Put => put_batch(sh, rng, value),
+        Workload::Scan => scan_one(sh, rng),
+    })
+}
+
+/// Times `unit` on one thread until `deadline` (the first unit always runs): each unit's
+/// latency into the histogram and its (ops, rows) added up. A unit that failed with a
+/// retryable driver error (a peer's deadlock or lock-wait timeout) counts as a retry and the
+/// next one runs; any other error ends the thread. The random stream depends on the seed, the
+/// thread and the workload only.
+pub fn timed_units(
+    seed: u64,
+    w: Workload,
+    thread: usize,
+    deadline: Instant,
+    mut unit: impl FnMut(&mut SmallRng, &mut [u8; VALUE_BYTES]) -> BenchResult<(u64, u64)>,
+) -> BenchResult<WorkerOut> {
     let stream = (thread as u64 + 1).wrapping_mul(0x9e37_79b9) ^ ((w as u64) << 48);
-    let mut rng = SmallRng::seed_from_u64(sh.seed ^ stream);
-    let mut out = WorkerOut {
-        ops: 0,
-        rows: 0,
-        latency_ns: new_histogram(),
-    };
+    let mut rng = SmallRng::seed_from_u64(seed ^ stream);
+    let mut out = WorkerOut::new();
     let mut value = [0u8; VALUE_BYTES];
     loop {
         let t0 = Instant::now();
-        let (ops, rows) = match w {
-            Workload::Get => get_one(sh, &mut rng)?,
-            Workload::Put => put_batch(sh, &mut rng, &mut value)?,
-            Workload::Scan => scan_one(sh, &mut rng)?,
-        };
+        let done = unit(&mut rng, &mut value);
         let t1 = Instant::now();
-        out.latency_ns
-            .saturating_record((t1 - t0).as_nanos() as u64);
-        out.ops += ops;
-        out.rows += rows;
+        match done {
+            Ok((ops, rows)) => {
+                out.latency_ns
+                    .saturating_record((t1 - t0).as_nanos() as u64);
+                out.ops += ops;
+                out.rows += rows;
+            }
+            Err(BenchError::Driver(e)) if e.is_retryable() => out.retries += 1,
+            Err(e) => return Err(e),
+        }
         if t1 >= deadline {
             return Ok(out);
         }
