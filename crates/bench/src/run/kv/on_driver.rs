@@ -20,7 +20,7 @@ use super::report::{KvReport, KvRow, Memory};
 use super::worker::{new_histogram, run_threads, timed_units, WorkerOut, LOAD_COMMIT_ROWS};
 use super::{check_loaded, KvOptions, Workload, META_ROWS_KEY, META_TABLE, TABLE};
 use crate::driver::{Driver, DriverTxn, EngineStats, TableId};
-use crate::error::{BenchError, BenchResult, DriverError};
+use crate::error::{BenchError, BenchResult};
 use crate::run::console::Console;
 use crate::run::engine::open_driver;
 use crate::sampler::proc::{dir_size, ProcCounters, ProcReader};
@@ -53,7 +53,7 @@ pub(super) fn run_on_driver(o: &KvOptions, dir: &Path, con: &mut Console) -> Ben
     let driver = open_driver(&o.spec(), dir)?;
     let proc = ProcReader::new(Some(dir)).with_server(driver.server_pid());
     let result = run_points(driver.as_ref(), &proc, o, dir, con);
-    let closed = driver.close().map_err(BenchError::Driver);
+    let closed = driver.close().map_err(BenchError::from);
     let report = result?;
     closed?;
     Ok(report)
@@ -98,12 +98,11 @@ fn run_points(
             rows.push(row);
         }
     }
-    let now = proc.process();
     let rss_max = rows
         .iter()
         .map(|r| r.rss_bytes)
         .max()
-        .unwrap_or(now.rss_bytes);
+        .unwrap_or_else(|| proc.process().rss_bytes);
     let config = driver.config();
     Ok(KvReport {
         engine: driver.name().to_string(),
@@ -129,22 +128,20 @@ fn page_size_of(config: &[(String, String)]) -> usize {
         .unwrap_or(0)
 }
 
-/// buffer_pool_size as the run's options give it (evenkeel's default when not set): the cache
-/// every peer is given from the same option.
+/// buffer_pool_size as the run's --config and --set give it (evenkeel's default when neither
+/// does), read with evenkeel's own option parser since every engine takes evenkeel's names:
+/// the cache each peer was given from that option. The driver has already accepted or refused
+/// every pair, so a pair evenkeel would refuse only leaves the figure at the default.
 fn pool_bytes(o: &KvOptions) -> u64 {
-    let mut opts = evenkeel::Options::default();
-    if let Ok(pairs) = o.spec().pairs() {
-        for (k, v) in pairs {
-            if k == "buffer_pool_size" {
-                let _ = opts.set(&k, &v);
-            }
-        }
+    let mut opts = o
+        .config
+        .as_deref()
+        .and_then(|p| evenkeel::Options::from_toml_file(p).ok())
+        .unwrap_or_default();
+    for (k, v) in o.spec().pairs().unwrap_or_default() {
+        let _ = opts.set(&k, &v);
     }
     opts.buffer_pool_size
-}
-
-fn derr(e: DriverError) -> BenchError {
-    BenchError::Driver(e)
 }
 
 /// The loaded table: reused when the engine holds it with `o.rows` rows, else created and
@@ -155,21 +152,20 @@ fn prepare_table(
     o: &KvOptions,
     con: &mut Console,
 ) -> BenchResult<(TableId, Option<KvRow>)> {
-    let names = driver.tables().map_err(derr)?;
+    let names = driver.tables()?;
     if names.iter().any(|n| n == TABLE) {
-        let meta = driver.open_table(META_TABLE, false).map_err(derr)?;
-        let mut txn = driver.begin().map_err(derr)?;
+        let meta = driver.open_table(META_TABLE, false)?;
+        let mut txn = driver.begin()?;
         let have = txn
-            .get(meta, META_ROWS_KEY)
-            .map_err(derr)?
+            .get(meta, META_ROWS_KEY)?
             .and_then(|v| v.try_into().ok().map(u64::from_be_bytes));
-        txn.commit().map_err(derr)?;
+        txn.commit()?;
         let n = check_loaded(have, o.rows)?;
         con.line(&format!("reusing the kv table of {n} rows"));
-        return Ok((driver.open_table(TABLE, false).map_err(derr)?, None));
+        return Ok((driver.open_table(TABLE, false)?, None));
     }
-    let table = driver.open_table(TABLE, true).map_err(derr)?;
-    let meta = driver.open_table(META_TABLE, true).map_err(derr)?;
+    let table = driver.open_table(TABLE, true)?;
+    let meta = driver.open_table(META_TABLE, true)?;
     con.line(&format!(
         "loading {} rows, {LOAD_COMMIT_ROWS} per commit, into {}",
         o.rows,
@@ -184,22 +180,21 @@ fn prepare_table(
     while i < o.rows {
         let end = (i + LOAD_COMMIT_ROWS).min(o.rows);
         let u0 = Instant::now();
-        let mut txn = driver.begin().map_err(derr)?;
+        let mut txn = driver.begin()?;
         for r in i..end {
             fill_value(&mut value, r);
-            txn.put(table, &key_of(r), &value).map_err(derr)?;
+            txn.put(table, &key_of(r), &value)?;
         }
-        txn.commit().map_err(derr)?;
+        txn.commit()?;
         hist.saturating_record(u0.elapsed().as_nanos() as u64);
         i = end;
         con.set_position(i);
     }
     con.finish_bar();
     let seconds = t0.elapsed().as_secs_f64();
-    let mut txn = driver.begin().map_err(derr)?;
-    txn.put(meta, META_ROWS_KEY, &o.rows.to_be_bytes())
-        .map_err(derr)?;
-    txn.commit().map_err(derr)?;
+    let mut txn = driver.begin()?;
+    txn.put(meta, META_ROWS_KEY, &o.rows.to_be_bytes())?;
+    txn.commit()?;
     let after = snapshot(driver, proc);
     let out = WorkerOut {
         ops: o.rows,
@@ -242,9 +237,9 @@ fn check_value(what: &str, v: &[u8]) -> BenchResult<()> {
 
 fn get_one(sh: &Shared<'_>, rng: &mut SmallRng) -> BenchResult<(u64, u64)> {
     let i = rng.gen_range(0..sh.rows);
-    let mut txn = sh.driver.begin().map_err(derr)?;
-    let v = txn.get(sh.table, &key_of(i)).map_err(derr)?;
-    txn.commit().map_err(derr)?;
+    let mut txn = sh.driver.begin()?;
+    let v = txn.get(sh.table, &key_of(i))?;
+    txn.commit()?;
     match v {
         Some(v) => check_value(&format!("row {i}"), &v).map(|()| (1, 1)),
         None => Err(BenchError::Data(format!("row {i}: key not found"))),
@@ -256,29 +251,27 @@ fn put_batch(
     rng: &mut SmallRng,
     value: &mut [u8; VALUE_BYTES],
 ) -> BenchResult<(u64, u64)> {
-    let mut txn: Box<dyn DriverTxn> = sh.driver.begin().map_err(derr)?;
+    let mut txn: Box<dyn DriverTxn> = sh.driver.begin()?;
     for _ in 0..sh.batch {
         let i = rng.gen_range(0..sh.rows);
         fill_value(value, rng.gen());
-        txn.put(sh.table, &key_of(i), value).map_err(derr)?;
+        txn.put(sh.table, &key_of(i), value)?;
     }
-    txn.commit().map_err(derr)?;
+    txn.commit()?;
     Ok((sh.batch as u64, sh.batch as u64))
 }
 
 fn scan_one(sh: &Shared<'_>, rng: &mut SmallRng) -> BenchResult<(u64, u64)> {
     let start = key_of(rng.gen_range(0..sh.rows));
-    let mut txn = sh.driver.begin().map_err(derr)?;
-    let rows = txn
-        .scan(
-            sh.table,
-            Bound::Included(&start[..]),
-            Bound::Unbounded,
-            false,
-            sh.scan_len,
-        )
-        .map_err(derr)?;
-    txn.commit().map_err(derr)?;
+    let mut txn = sh.driver.begin()?;
+    let rows = txn.scan(
+        sh.table,
+        Bound::Included(&start[..]),
+        Bound::Unbounded,
+        false,
+        sh.scan_len,
+    )?;
+    txn.commit()?;
     for (_, v) in &rows {
         check_value("scan", v)?;
     }
