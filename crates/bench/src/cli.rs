@@ -249,6 +249,43 @@ fn check_engines(
     Ok(())
 }
 
+fn parse_num<T: std::str::FromStr>(name: &str, v: &str) -> BenchResult<T> {
+    v.parse()
+        .map_err(|_| BenchError::Usage(format!("--vary {name}: {v:?} is not a number")))
+}
+
+impl TpccArgs {
+    /// Set a sweep's `value` of `v`: a workload argument if one has that name, else an engine
+    /// option.
+    fn apply_varied(&mut self, v: &Varied, value: &str) -> BenchResult<()> {
+        match v.name.as_str() {
+            "warehouses" => self.warehouses = parse_num(&v.name, value)?,
+            "connections" => self.connections = parse_num(&v.name, value)?,
+            "duration" => self.duration = parse_num(&v.name, value)?,
+            "warmup" => self.warmup = parse_num(&v.name, value)?,
+            "mix" => self.mix = value.to_string(),
+            "engine" => self.common.engine = value.to_string(),
+            _ => self.common.set.push(v.label(value)),
+        }
+        Ok(())
+    }
+}
+
+impl InsertArgs {
+    /// The same for insert-benchmark arguments.
+    fn apply_varied(&mut self, v: &Varied, value: &str) -> BenchResult<()> {
+        match v.name.as_str() {
+            "clients" => self.clients = parse_num(&v.name, value)?,
+            "rows" => self.rows = parse_num(&v.name, value)?,
+            "rows_i1" => self.rows_i1 = parse_num(&v.name, value)?,
+            "rows_i2" => self.rows_i2 = parse_num(&v.name, value)?,
+            "engine" => self.common.engine = value.to_string(),
+            _ => self.common.set.push(v.label(value)),
+        }
+        Ok(())
+    }
+}
+
 /// Run a sweep: one run per value, then one table and overlaid charts. When the varied
 /// setting does not shape the data, the data is loaded once and copied per run (see
 /// `run::sweep`).
@@ -281,7 +318,7 @@ pub fn run_sweep(cmd: &SweepCommand) -> BenchResult<SweepOutput> {
                     let mut a = args.clone();
                     a.common.out = Some(out);
                     a.common.dir = dir;
-                    v.apply_tpcc(&mut a, value)?;
+                    a.apply_varied(&v, value)?;
                     run_tpcc(&a.options()?)
                 },
             )
@@ -325,10 +362,35 @@ pub fn run_sweep(cmd: &SweepCommand) -> BenchResult<SweepOutput> {
                     if shared {
                         a.steps = steps_arg(&run_steps);
                     }
-                    v.apply_insert(&mut a, value)?;
+                    a.apply_varied(&v, value)?;
                     run_insert(&a.options()?)
                 },
             )
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bench_tpcc_runs_evenkeel_with_o_direct() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct T {
+            #[command(flatten)]
+            args: TpccArgs,
+        }
+        let parse = |extra: &[&str]| {
+            let t = T::try_parse_from(std::iter::once("tpcc").chain(extra.iter().copied()))
+                .expect("parses");
+            t.args.options().expect("valid").common.engine.set
+        };
+        assert_eq!(parse(&[]), ["flush_method=o_direct"]);
+        assert_eq!(
+            parse(&["--set", "flush_method=fsync"]),
+            ["flush_method=fsync"]
+        );
     }
 }

@@ -113,24 +113,4 @@ mod tests {
             assert_eq!(!p.set.is_empty(), takes, "{engine}: {:?}", p.set);
         }
     }
-
-    #[test]
-    fn bench_tpcc_runs_evenkeel_with_o_direct() {
-        use clap::Parser;
-        #[derive(Parser)]
-        struct T {
-            #[command(flatten)]
-            args: crate::cli::TpccArgs,
-        }
-        let parse = |extra: &[&str]| {
-            let t = T::try_parse_from(std::iter::once("tpcc").chain(extra.iter().copied()))
-                .expect("parses");
-            t.args.options().expect("valid").common.engine.set
-        };
-        assert_eq!(parse(&[]), ["flush_method=o_direct"]);
-        assert_eq!(
-            parse(&["--set", "flush_method=fsync"]),
-            ["flush_method=fsync"]
-        );
-    }
 }

@@ -20,7 +20,6 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::cli::{InsertArgs, TpccArgs};
 use crate::error::{BenchError, BenchResult};
 use crate::insert::step::Step;
 use crate::report::summary::column_notes_text;
@@ -41,11 +40,6 @@ pub struct Varied {
 pub struct SweepOutput {
     pub out_dir: PathBuf,
     pub runs: Vec<RunOutput>,
-}
-
-fn parse_num<T: std::str::FromStr>(name: &str, v: &str) -> BenchResult<T> {
-    v.parse()
-        .map_err(|_| BenchError::Usage(format!("--vary {name}: {v:?} is not a number")))
 }
 
 impl Varied {
@@ -93,7 +87,8 @@ impl Varied {
             && steps.iter().any(|s| !s.is_load())
     }
 
-    fn label(&self, value: &str) -> String {
+    /// `name=value`: a run's label, its directory and the `--set` that applies it.
+    pub fn label(&self, value: &str) -> String {
         format!("{}={value}", self.name)
     }
 
@@ -109,33 +104,6 @@ impl Varied {
         } else {
             "template".to_string()
         }
-    }
-
-    /// Set `value` on TPC-C arguments: a workload argument if one has that name, else an engine option.
-    pub fn apply_tpcc(&self, a: &mut TpccArgs, value: &str) -> BenchResult<()> {
-        match self.name.as_str() {
-            "warehouses" => a.warehouses = parse_num(&self.name, value)?,
-            "connections" => a.connections = parse_num(&self.name, value)?,
-            "duration" => a.duration = parse_num(&self.name, value)?,
-            "warmup" => a.warmup = parse_num(&self.name, value)?,
-            "mix" => a.mix = value.to_string(),
-            "engine" => a.common.engine = value.to_string(),
-            _ => a.common.set.push(self.label(value)),
-        }
-        Ok(())
-    }
-
-    /// Set `value` on insert-benchmark arguments.
-    pub fn apply_insert(&self, a: &mut InsertArgs, value: &str) -> BenchResult<()> {
-        match self.name.as_str() {
-            "clients" => a.clients = parse_num(&self.name, value)?,
-            "rows" => a.rows = parse_num(&self.name, value)?,
-            "rows_i1" => a.rows_i1 = parse_num(&self.name, value)?,
-            "rows_i2" => a.rows_i2 = parse_num(&self.name, value)?,
-            "engine" => a.common.engine = value.to_string(),
-            _ => a.common.set.push(self.label(value)),
-        }
-        Ok(())
     }
 }
 
