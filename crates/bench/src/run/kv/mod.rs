@@ -35,6 +35,13 @@ pub const META_TABLE: &str = "kv_meta";
 /// The key of that row (the value: the row count, big-endian u64).
 pub(crate) const META_ROWS_KEY: &[u8] = b"rows";
 
+/// An evenkeel error as a fatal `BenchError`, for `run` (open, load, flush) and `worker` (the
+/// timed units).
+#[cfg(feature = "evenkeel")]
+pub(crate) fn engine_err(e: evenkeel::Error) -> BenchError {
+    BenchError::Driver(crate::error::DriverError::fatal(e.to_string()))
+}
+
 /// Whether the kv table found in `--dir`, loaded with `have` rows (`None`: its load did not
 /// finish), can serve a run of `want` rows; the error says what to pass instead.
 pub(crate) fn check_loaded(have: Option<u64>, want: u64) -> BenchResult<u64> {

@@ -1,6 +1,7 @@
 //! The engine side of `bench kv`: open (or create) the database, load or reuse the table,
 //! run every (workload, threads) point between two flushes, and assemble the report with the
-//! memory figure. Only this file and `worker` touch evenkeel.
+//! memory figure. This file and `worker` are the ones that call evenkeel's API (`engine_err`
+//! in mod.rs converts its errors for both).
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -9,8 +10,8 @@ use evenkeel::{Database, Options, Table};
 
 use super::report::{render, KvReport, KvRow, Memory};
 use super::worker::{load, run_threads, run_worker, Shared, WorkerOut};
-use super::{check_loaded, KvOptions, Workload, META_ROWS_KEY, META_TABLE, TABLE};
-use crate::error::{BenchError, BenchResult, DriverError};
+use super::{check_loaded, engine_err, KvOptions, Workload, META_ROWS_KEY, META_TABLE, TABLE};
+use crate::error::{BenchError, BenchResult};
 use crate::report::now_unix_s;
 use crate::report::summary::{config_hash, Summary};
 use crate::run::config_map;
@@ -20,10 +21,6 @@ use crate::sampler::proc::parse_status_rss;
 
 /// Where the temporary data directory goes without `--dir`.
 const TEMP_PARENT: &str = "/var/tmp";
-
-pub(crate) fn engine_err(e: evenkeel::Error) -> BenchError {
-    BenchError::Driver(DriverError::fatal(e.to_string()))
-}
 
 fn engine_options(o: &KvOptions) -> BenchResult<Options> {
     let mut opts = match &o.config {

@@ -15,8 +15,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
 use super::keys::{fill_value, key_of, VALUE_BYTES};
-use super::run::engine_err;
-use super::Workload;
+use super::{engine_err, Workload};
 use crate::error::{BenchError, BenchResult};
 use crate::run::console::Console;
 
