@@ -148,17 +148,7 @@ pub fn settings(o: &PeerOptions) -> BenchResult<Vec<(String, String)>> {
         .to_string(),
     );
     if let Some(raw) = o.raw("adaptive_flushing") {
-        let on = match raw.to_ascii_lowercase().as_str() {
-            "innodb80" | "on" | "true" | "1" => true,
-            "fixed" | "off" | "false" | "0" => false,
-            _ => {
-                return Err(BenchError::Usage(format!(
-                    "innodb engine: adaptive_flushing={raw} has no InnoDB equivalent: InnoDB has \
-                     adaptive flushing on (innodb80) or off (fixed)"
-                )))
-            }
-        };
-        put("adaptive_flushing", on_off(on));
+        put("adaptive_flushing", on_off(adaptive_flushing_on(raw)?));
     }
     let opt_int = |name: &str, default: u64, min: u64, max: u64| -> BenchResult<Option<String>> {
         Ok(match o.raw(name) {
@@ -263,6 +253,37 @@ pub fn my_cnf(innodb: &[(String, String)], p: &Paths<'_>, user: &str) -> String 
     s
 }
 
+/// evenkeel's two flush policies InnoDB has, by name: the one that is InnoDB's adaptive
+/// flushing (innodb80, InnoDB 5.6-8.0's) and the one without it (fixed, InnoDB 5.1's).
+#[cfg(feature = "evenkeel")]
+fn innodb_policies() -> (&'static str, &'static str) {
+    use evenkeel::options::FlushPolicy;
+    (FlushPolicy::Innodb80.name(), FlushPolicy::Fixed.name())
+}
+
+/// The same in a build without the evenkeel feature, which does not link the engine crate
+/// where the policy names are defined.
+#[cfg(not(feature = "evenkeel"))]
+fn innodb_policies() -> (&'static str, &'static str) {
+    ("innodb80", "fixed")
+}
+
+/// `innodb_adaptive_flushing` for an `adaptive_flushing` value: on for a true boolean or the
+/// innodb80 policy, off for a false one or fixed; any other policy has no InnoDB equivalent.
+fn adaptive_flushing_on(raw: &str) -> BenchResult<bool> {
+    let (on, off) = innodb_policies();
+    match raw.to_ascii_lowercase().as_str() {
+        "on" | "true" | "1" => Ok(true),
+        "off" | "false" | "0" => Ok(false),
+        v if v == on => Ok(true),
+        v if v == off => Ok(false),
+        _ => Err(BenchError::Usage(format!(
+            "innodb engine: adaptive_flushing={raw} has no InnoDB equivalent: InnoDB has \
+             adaptive flushing on ({on}) or off ({off})"
+        ))),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -298,13 +319,36 @@ mod tests {
         assert_eq!(get(&s, "doublewrite"), Some("OFF"));
         let s = settings(&opts(&[("flush_method", "o_direct_no_fsync")]).unwrap()).unwrap();
         assert_eq!(get(&s, "flush_method"), Some("O_DIRECT_NO_FSYNC"));
-        let e = settings(&opts(&[("adaptive_flushing", "steady")]).unwrap())
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("innodb") && e.contains("steady"), "{e}");
         let e = opts(&[("checkpoint_sync_point_pct", "90")])
             .unwrap_err()
             .to_string();
         assert!(e.contains("innodb engine has no equivalent"), "{e}");
+    }
+
+    /// Of evenkeel's flush policies, innodb80 and fixed map onto InnoDB's adaptive flushing on
+    /// and off; every other is refused with a message naming the two.
+    #[cfg(feature = "evenkeel")]
+    #[test]
+    fn maps_every_evenkeel_flush_policy_or_refuses_it() {
+        use evenkeel::options::FlushPolicy;
+        for p in FlushPolicy::ALL {
+            let r = settings(&opts(&[("adaptive_flushing", p.name())]).unwrap());
+            match p {
+                FlushPolicy::Innodb80 => {
+                    assert_eq!(get(&r.unwrap(), "adaptive_flushing"), Some("ON"))
+                }
+                FlushPolicy::Fixed => {
+                    assert_eq!(get(&r.unwrap(), "adaptive_flushing"), Some("OFF"))
+                }
+                _ => {
+                    let e = r.unwrap_err().to_string();
+                    assert!(
+                        e.contains(&format!("adaptive_flushing={p} has no InnoDB equivalent"))
+                            && e.contains("on (innodb80) or off (fixed)"),
+                        "{e}"
+                    );
+                }
+            }
+        }
     }
 }
