@@ -5,6 +5,7 @@ mod browser;
 mod cli;
 mod conformance;
 mod flush;
+mod imports;
 mod insert;
 mod kv;
 mod peers;
