@@ -11,6 +11,8 @@ mod aligned;
 pub mod file;
 pub mod read_only;
 pub mod sim;
+#[cfg(test)]
+pub(crate) mod test_support;
 
 pub use aligned::AlignedBuf;
 pub use file::{FileStorage, IoStats};

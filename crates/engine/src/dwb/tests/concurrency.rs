@@ -4,7 +4,7 @@
 //! With several segments a thread's consecutive batches land in different segments, so the
 //! doublewrite file holds the same page at different LSNs in different segments.
 
-use super::trace::{check_order, TraceStorage};
+use super::trace::{check_order, traced};
 use super::{data_file, image, write, DATA, PS};
 use crate::dwb::Doublewrite;
 use crate::io::sim::CrashMode;
@@ -27,7 +27,7 @@ fn run(mode: CrashMode, segments: usize, per_segment: usize, target: u64) {
     let sim = SimStorage::new();
     let pages = THREADS * PAGES_PER_THREAD;
     drop(data_file(&sim, pages));
-    let traced = TraceStorage::new(&sim, PS);
+    let traced = traced(&sim, PS);
     let dwb = Arc::new(Doublewrite::open_segments(&traced, PS, segments, per_segment).unwrap());
     let data = traced.open(DATA, FileKind::Data, false).unwrap();
     // (acked, attempted) LSN per page.

@@ -363,7 +363,7 @@ fn newer_in_place_copy_is_not_overwritten() {
 #[test]
 fn batch_larger_than_slots_is_split_into_chunks() {
     let sim = SimStorage::new();
-    let traced = trace::TraceStorage::new(&sim, PS);
+    let traced = trace::traced(&sim, PS);
     let dwb = Doublewrite::open(&traced, PS, 4).unwrap();
     drop(data_file(&sim, 16));
     let data = traced.open(DATA, FileKind::Data, false).unwrap();
@@ -575,7 +575,7 @@ fn same_page_in_two_segments_restores_the_newest_copy() {
 #[test]
 fn failure_in_one_segment_stops_every_segment() {
     let sim = SimStorage::new();
-    let traced = trace::TraceStorage::new(&sim, PS);
+    let traced = trace::traced(&sim, PS);
     let dwb = Doublewrite::open_segments(&traced, PS, 3, 4).unwrap();
     drop(data_file(&sim, 8));
     let data = traced.open(DATA, FileKind::Data, false).unwrap();

@@ -1,113 +1,16 @@
-//! A `Storage` wrapper that records every completed write and fsync (with the page numbers and
-//! LSNs each write carried), and a checker of D1 and D2 over the recorded order.
+//! A checker of D1 and D2 over the order of writes and fsyncs recorded by
+//! [`TraceStorage`](crate::io::test_support::TraceStorage) (with the page numbers and LSNs each
+//! write carried).
 
 use crate::dwb::DWB_FILE_NAME;
-use crate::error::Result;
-use crate::io::{File, FileKind, IoStats, SimStorage, Storage};
+use crate::io::test_support::{Key, Op, TraceStorage};
+use crate::io::SimStorage;
 use crate::page::hdr;
-use parking_lot::Mutex;
-use std::sync::Arc;
 
-/// A page image identity: (page number, LSN).
-pub(super) type Key = (u32, u64);
-
-#[derive(Clone, Debug)]
-pub(super) enum Op {
-    Write {
-        file: String,
-        offset: u64,
-        pages: Vec<Key>,
-    },
-    Sync {
-        file: String,
-    },
-}
-
-#[derive(Clone)]
-pub(super) struct TraceStorage {
-    pub sim: SimStorage,
-    pub ops: Arc<Mutex<Vec<Op>>>,
-    pub page_size: usize,
-}
-
-struct TraceFile {
-    inner: Arc<dyn File>,
-    ops: Arc<Mutex<Vec<Op>>>,
-    page_size: usize,
-}
-
-impl TraceStorage {
-    pub fn new(sim: &SimStorage, page_size: usize) -> Self {
-        TraceStorage {
-            sim: sim.clone(),
-            ops: Arc::default(),
-            page_size,
-        }
-    }
-}
-
-impl Storage for TraceStorage {
-    fn open(&self, name: &str, kind: FileKind, create: bool) -> Result<Arc<dyn File>> {
-        Ok(Arc::new(TraceFile {
-            inner: self.sim.open(name, kind, create)?,
-            ops: Arc::clone(&self.ops),
-            page_size: self.page_size,
-        }))
-    }
-    fn exists(&self, name: &str) -> bool {
-        self.sim.exists(name)
-    }
-    fn remove(&self, name: &str) -> Result<()> {
-        self.sim.remove(name)
-    }
-    fn sync_dir(&self) -> Result<()> {
-        self.sim.sync_dir()
-    }
-    fn describe(&self) -> String {
-        self.sim.describe()
-    }
-    fn io_stats(&self) -> IoStats {
-        self.sim.io_stats()
-    }
-}
-
-impl File for TraceFile {
-    fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
-        self.inner.read_at(buf, offset)
-    }
-    // The trace lock is held across the operation, so the recorded order is the order the
-    // operations took effect in, also with concurrent writers (doublewrite segments).
-    fn write_at(&self, buf: &[u8], offset: u64) -> Result<()> {
-        let mut ops = self.ops.lock();
-        self.inner.write_at(buf, offset)?;
-        let pages = buf
-            .chunks(self.page_size)
-            .map(|p| (hdr::page_no(p).0, hdr::lsn(p).0))
-            .collect();
-        ops.push(Op::Write {
-            file: self.name().to_string(),
-            offset,
-            pages,
-        });
-        Ok(())
-    }
-    fn sync(&self) -> Result<()> {
-        let mut ops = self.ops.lock();
-        self.inner.sync()?;
-        ops.push(Op::Sync {
-            file: self.name().to_string(),
-        });
-        Ok(())
-    }
-    fn len(&self) -> Result<u64> {
-        self.inner.len()
-    }
-    fn set_len(&self, len: u64) -> Result<()> {
-        self.inner.set_len(len)
-    }
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
+/// A [`TraceStorage`] over `sim` whose data and doublewrite writes record the (page number,
+/// LSN) of each `page_size` page.
+pub(super) fn traced(sim: &SimStorage, page_size: usize) -> TraceStorage {
+    TraceStorage::new(sim).with_pages(page_size, |p| (hdr::page_no(p).0, hdr::lsn(p).0))
 }
 
 /// Replays `ops` and panics at the first violation of D1 (a page written in place without a
