@@ -29,23 +29,23 @@
 //!   a directory fsync vanish): reopening finds a consistent empty database or refuses with an
 //!   error naming the file, and never opens a half-created one.
 //!
+//! The workload and its verification are `common::workload`, shared with the crash campaign.
 //! `EVENKEEL_SIM_RUNS=N` sets the number of runs (default 260: 10 per kind); a failure prints
 //! the seed, and `EVENKEEL_SIM_SEED=S` replays one run. The per-kind table is printed.
 
+use crate::common::workload::{self, crash_opts, Progress, THREADS};
 use crate::common::*;
-use crate::crash::{crash_opts, expected_rows, own_key};
 use evenkeel::db::DATA_FILE;
 use evenkeel::dwb::DWB_FILE_NAME;
 use evenkeel::io::sim::{CrashMode, Fault, FaultKind, FaultOp};
 use evenkeel::io::{SimStorage, Storage};
 use evenkeel::{Database, Options};
 use rand::{rngs::SmallRng, Rng, SeedableRng};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-const THREADS: u64 = 3;
 const LOG0: &str = "ib_logfile0";
 /// Bound on polling loops (each step yields or sleeps 1 ms): a liveness bound, not a timing.
 const MAX_POLLS: u64 = 20_000;
@@ -130,8 +130,8 @@ fn bulk_val(i: u64) -> Vec<u8> {
 
 #[derive(Default)]
 struct Shared {
-    acked: Vec<AtomicU64>,
-    attempted: Vec<AtomicU64>,
+    /// Acks and attempts per thread.
+    p: Progress,
     /// Acks that returned before any sync was lost (a prefix of each thread's acks).
     safe: Vec<AtomicU64>,
     /// Set once the engine refused an operation after a write/fsync fault.
@@ -151,16 +151,10 @@ impl Shared {
     fn new(errors_refuse: bool) -> Self {
         let z = || (0..THREADS).map(|_| AtomicU64::new(0)).collect();
         Shared {
-            acked: z(),
-            attempted: z(),
             safe: z(),
             errors_refuse,
             ..Default::default()
         }
-    }
-
-    fn total_acked(&self) -> u64 {
-        self.acked.iter().map(|a| a.load(Ordering::SeqCst)).sum()
     }
 
     fn error(&self, e: String) {
@@ -169,10 +163,6 @@ impl Shared {
             v.push(e);
         }
     }
-}
-
-fn counter_of(v: Option<Vec<u8>>) -> u64 {
-    v.map_or(0, |v| u64::from_be_bytes(v[..8].try_into().unwrap()))
 }
 
 fn worker(db: Database, sim: SimStorage, t: u64, seed: u64, sh: Arc<Shared>, bulk: bool) {
@@ -196,28 +186,13 @@ fn worker(db: Database, sim: SimStorage, t: u64, seed: u64, sh: Arc<Shared>, bul
                 let got = txn.get(b, &key16(k))?;
                 assert_eq!(got, Some(bulk_val(k)), "seed {seed}: wrong bulk row {k}");
             }
-            let c = counter_of(txn.get_for_update(&meta, b"counter")?);
-            let delta: i64 = if i % 4 == 3 { 0 } else { 1 };
-            let len = if rng.gen_ratio(1, 20) {
-                rng.gen_range(2000..9000)
-            } else {
-                rng.gen_range(0..200)
-            };
-            txn.put(&own, &own_key(t, i), &val(i, len))?;
-            if i % 4 == 3 {
-                txn.delete(&own, &own_key(t, i - 3))?;
-            }
-            txn.put(
-                &meta,
-                b"counter",
-                &((c as i64 + delta) as u64).to_be_bytes(),
-            )?;
-            sh.attempted[t as usize].fetch_max(i + 1, Ordering::SeqCst);
+            workload::txn_writes(&mut txn, &own, &meta, t, i, &mut rng)?;
+            sh.p.attempted[t as usize].fetch_max(i + 1, Ordering::SeqCst);
             std::mem::replace(&mut txn, db.begin()).commit()
         })();
         match r {
             Ok(()) => {
-                sh.acked[t as usize].store(i + 1, Ordering::SeqCst);
+                sh.p.acked[t as usize].store(i + 1, Ordering::SeqCst);
                 if sim.fault_counts().lost_syncs == 0 {
                     sh.safe[t as usize].store(i + 1, Ordering::SeqCst);
                 }
@@ -250,69 +225,11 @@ struct Verified {
     lost_acks: u64,
 }
 
-/// Checks the reopened database: `check` clean, counter == rows, each thread's rows the state
-/// after a prefix n with lo[t] <= n <= attempted[t]. Returns the acks lost (acked - n).
+/// Checks the reopened database with `workload::verify`: `check` clean, no transaction
+/// half-applied, each thread's rows the state after a prefix of at least `lo[t]` of its
+/// transactions. Returns the acknowledged transactions lost.
 fn verify(db: &Database, sh: &Shared, lo: &[u64]) -> Result<Verified, String> {
-    let r = db
-        .check()
-        .map_err(|e| format!("check failed to run: {e}"))?;
-    if !r.is_ok() {
-        let rules: BTreeSet<&str> = r
-            .problems
-            .iter()
-            .filter_map(|p| p.rule.split_whitespace().next())
-            .collect();
-        let p: Vec<String> = r.problems.iter().take(3).map(|p| p.to_string()).collect();
-        return Err(format!(
-            "check: {} problems, rules {rules:?}: {}",
-            r.problems.len(),
-            p.join("; ")
-        ));
-    }
-    let own = db.table("own").map_err(|e| e.to_string())?;
-    let meta = db.table("meta").map_err(|e| e.to_string())?;
-    let txn = db.begin();
-    let counter = counter_of(txn.get(&meta, b"counter").map_err(|e| e.to_string())?);
-    let rows: Vec<Vec<u8>> = txn
-        .scan(&own, Bound::Unbounded, Bound::Unbounded, false)
-        .map_err(|e| e.to_string())?
-        .map(|r| r.map(|r| r.0).map_err(|e| e.to_string()))
-        .collect::<Result<_, _>>()?;
-    if counter != rows.len() as u64 {
-        return Err(format!(
-            "counter {counter} vs {} rows: a half-applied transaction",
-            rows.len()
-        ));
-    }
-    let mut lost = 0;
-    for t in 0..THREADS {
-        let mine: BTreeSet<Vec<u8>> = rows
-            .iter()
-            .filter(|k| k[3..11] == t.to_be_bytes())
-            .cloned()
-            .collect();
-        let acked = sh.acked[t as usize].load(Ordering::SeqCst);
-        let hi = sh.attempted[t as usize].load(Ordering::SeqCst).max(acked);
-        let lo = lo[t as usize];
-        let Some(n) = (lo..=hi).find(|&n| expected_rows(t, n) == mine) else {
-            let best = (0..=hi).find(|&n| expected_rows(t, n) == mine);
-            return Err(format!(
-                "thread {t}: rows are not the state after any prefix of {lo}..={hi} \
-                 transactions (acknowledged {acked}, must have {lo}); found {} rows, which \
-                 match prefix {best:?}",
-                mine.len()
-            ));
-        };
-        lost += acked.saturating_sub(n);
-        for k in &mine {
-            let i = u64::from_be_bytes(k[11..19].try_into().unwrap());
-            let v = txn.get(&own, k).map_err(|e| e.to_string())?.unwrap();
-            if !(v.is_empty() || v[0] == val(i, 1)[0]) {
-                return Err(format!("thread {t}: wrong value of row {i}"));
-            }
-        }
-    }
-    Ok(Verified { lost_acks: lost })
+    workload::verify(db, &sh.p, lo).map(|lost_acks| Verified { lost_acks })
 }
 
 /// One run's figures, summed per kind.
@@ -381,9 +298,7 @@ fn one_run(seed: u64, kind: &Kind) -> Tally {
         create_cut(seed, &mut rng, &sim, &o, &mut tally);
         return tally;
     }
-    let db = Database::create_in(Arc::new(sim.clone()), o.clone()).unwrap();
-    db.create_table("own").unwrap();
-    db.create_table("meta").unwrap();
+    let db = workload::create_db(&sim, &o);
     let bulk = matches!(kind, Kind::ReadError | Kind::RecoveryReadError);
     if bulk {
         let b = db.create_table("bulk").unwrap();
@@ -406,7 +321,7 @@ fn one_run(seed: u64, kind: &Kind) -> Tally {
         .collect();
     let target = rng.gen_range(5..150u64);
     assert!(
-        poll(|| sh.total_acked() >= target, || {}),
+        poll(|| sh.p.total_acked() >= target, || {}),
         "seed {seed}: workload stalled before {target} acks"
     );
     let mut crash: Option<CrashMode> = Some(CrashMode::DropUnsynced);
@@ -465,11 +380,11 @@ fn one_run(seed: u64, kind: &Kind) -> Tally {
                 kind: FaultKind::Eio,
                 persistent: false,
             });
-            let more = sh.total_acked() + rng.gen_range(1..60);
+            let more = sh.p.total_acked() + rng.gen_range(1..60);
             poll(|| faults_fired(&sim) > 0, || {});
             // then more acks, unless the read failed inside a commit and the engine refuses
             poll(
-                || sh.total_acked() >= more || !sh.errors.lock().unwrap().is_empty(),
+                || sh.p.total_acked() >= more || !sh.errors.lock().unwrap().is_empty(),
                 || {},
             );
             let n = sh.acks_after_read_error.load(Ordering::SeqCst);
@@ -501,8 +416,8 @@ fn one_run(seed: u64, kind: &Kind) -> Tally {
                 },
             );
             // keep going after the lost fsync; sometimes checkpoint past it
-            let more = sh.total_acked() + rng.gen_range(0..60);
-            poll(|| sh.total_acked() >= more, || {});
+            let more = sh.p.total_acked() + rng.gen_range(0..60);
+            poll(|| sh.p.total_acked() >= more, || {});
             if rng.gen_bool(0.5) {
                 let _ = db.flush();
             }
@@ -532,7 +447,7 @@ fn one_run(seed: u64, kind: &Kind) -> Tally {
         Kind::TornRunning(_) => c.torn_writes,
         _ => c.eio + c.enospc + c.lost_syncs + c.power_cuts + c.torn_writes,
     };
-    tally.acked = sh.total_acked();
+    tally.acked = sh.p.total_acked();
     let errors = sh.errors.lock().unwrap().clone();
     tally.errors += errors.len() as u64;
     if let Some(e) = errors.first() {
@@ -623,8 +538,7 @@ fn one_run(seed: u64, kind: &Kind) -> Tally {
     let db = Database::open_in(Arc::new(sim.clone()), o.clone())
         .unwrap_or_else(|e| panic!("seed {seed}: {}: recovery failed: {e}", kind.label()));
     tally.recoveries += 1;
-    let acked: Vec<u64> = sh.acked.iter().map(|a| a.load(Ordering::SeqCst)).collect();
-    match verify(&db, &sh, &acked) {
+    match verify(&db, &sh, &sh.p.acked()) {
         Ok(v) => assert_eq!(v.lost_acks, 0),
         Err(e) => panic!("seed {seed}: {}: {e}", kind.label()),
     }
