@@ -13,11 +13,13 @@
 #![deny(unsafe_code)]
 #![cfg_attr(not(test), deny(clippy::unwrap_used))]
 
+pub mod cell;
 pub mod cli;
 pub mod codec;
 pub mod driver;
 pub mod error;
 pub mod insert;
+pub mod metrics;
 pub mod recorder;
 pub mod report;
 pub mod run;

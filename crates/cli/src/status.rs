@@ -7,7 +7,8 @@
 //! across opens. Sizes (file, pages,
 //! free list, tables) and the LSNs describe the database itself; RECOVERY is what this
 //! command's open had to redo: nothing, since it opens only cleanly shut down databases. `--json` prints the engine's
-//! whole `Status`.
+//! whole `Status`; `--metrics` prints every metric of the engine's metrics table (name, value,
+//! unit, counter or gauge, meaning), the names the workbench's extras use.
 
 use crate::config::ConfigArgs;
 use crate::dirlock;
@@ -23,8 +24,12 @@ pub struct StatusArgs {
     pub dir: PathBuf,
 
     /// Print the engine's Status as JSON instead of the sectioned report
-    #[arg(long)]
+    #[arg(long, conflicts_with = "metrics")]
     pub json: bool,
+
+    /// Print every metric of the engine's table: name, value, unit, kind and meaning
+    #[arg(long)]
+    pub metrics: bool,
 
     #[command(flatten)]
     pub config: ConfigArgs,
@@ -45,9 +50,37 @@ pub fn run(args: &StatusArgs) -> CmdResult {
         let text = serde_json::to_string_pretty(&status)
             .map_err(|e| Failure::op("encoding the status as JSON", e))?;
         print_stdout(&format!("{text}\n"))
+    } else if args.metrics {
+        print_stdout(&render_metrics(&status))
     } else {
         print_stdout(&render(&status, &tables, doublewrite))
     }
+}
+
+/// One line per metric of `evenkeel::metric_infos`: name, value, unit, kind, meaning.
+pub fn render_metrics(s: &Status) -> String {
+    let metrics = s.metrics();
+    let width = metrics.iter().map(|(m, _)| m.name.len()).max().unwrap_or(0);
+    let mut o = String::new();
+    for (m, v) in metrics {
+        let value = if v == v.trunc() {
+            format!("{v:.0}")
+        } else {
+            format!("{v:.2}")
+        };
+        let kind = match m.kind {
+            evenkeel::MetricKind::Counter => "counter",
+            evenkeel::MetricKind::Gauge => "gauge",
+        };
+        let _ = writeln!(
+            o,
+            "{:width$}  {value:>16} {:<11} {kind:<7}  {}",
+            m.name,
+            m.unit,
+            m.meaning_line()
+        );
+    }
+    o
 }
 
 fn section(out: &mut String, title: &str) {
@@ -150,12 +183,12 @@ pub fn render(s: &Status, tables: &[String], doublewrite: bool) -> String {
     let _ = writeln!(
         o,
         "Rows written {}, rows deleted {}",
-        s.rows_written, s.rows_deleted
+        s.txns.rows_written, s.txns.rows_deleted
     );
     let _ = writeln!(
         o,
         "Page splits {}, pages freed {}, root collapses {}",
-        s.page_splits, s.pages_freed, s.root_collapses
+        s.tree.page_splits, s.tree.pages_freed, s.tree.root_collapses
     );
     let _ = writeln!(o, "{banner}\nEND OF STATUS\n{banner}");
     o
@@ -195,8 +228,8 @@ fn render_log(o: &mut String, s: &Status) {
     let _ = writeln!(
         o,
         "Commits per log fsync {:.2} ({} commits / {} fsyncs, checkpoint writes included)",
-        ratio(s.commits, l.fsyncs),
-        s.commits,
+        ratio(s.txns.commits, l.fsyncs),
+        s.txns.commits,
         l.fsyncs
     );
     let _ = writeln!(
@@ -226,21 +259,21 @@ fn render_flush(o: &mut String, s: &Status, doublewrite: bool) {
     let _ = writeln!(
         o,
         "Pages flushed: background {}, sync point (by committing threads) {}, for log space promised to others {}",
-        s.pages_flushed_background, s.pages_flushed_sync, s.pages_flushed_log_space
+        s.flush.pages_flushed_background, s.flush.pages_flushed_sync, s.flush.pages_flushed_log_space
     );
     let _ = writeln!(
         o,
         "Sync-flush waits {}, {} us waited; log-space waits {}, {} us waited; log-full waits {}",
-        s.sync_flush_waits,
-        s.sync_flush_wait_us,
-        s.log_space_waits,
-        s.log_space_wait_us,
+        s.flush.sync_flush_waits,
+        s.flush.sync_flush_wait_us,
+        s.flush.log_space_waits,
+        s.flush.log_space_wait_us,
         s.log_full_waits
     );
     let _ = writeln!(
         o,
         "Commit admission delays {}, {} us (steady); of them waits for the cleaner to free log room {}, {} us",
-        s.admission_delays, s.admission_delay_total_us, s.room_waits, s.room_wait_us
+        s.flush.admission_delays, s.flush.admission_delay_us, s.flush.room_waits, s.flush.room_wait_us
     );
     let _ = writeln!(
         o,
@@ -300,7 +333,11 @@ fn render_recovery(o: &mut String, s: &Status) {
 fn render_transactions(o: &mut String, s: &Status) {
     let k = &s.locks;
     section(o, "TRANSACTIONS");
-    let _ = writeln!(o, "Commits {}, rollbacks {}", s.commits, s.rollbacks);
+    let _ = writeln!(
+        o,
+        "Commits {}, rollbacks {}",
+        s.txns.commits, s.txns.rollbacks
+    );
     let _ = writeln!(
         o,
         "Lock waits {} ({} us), timeouts {}, deadlocks {}",

@@ -6,12 +6,12 @@
 //! that dies without closing loses what was not yet written back.
 
 use crate::btree::{Ctx, TreeCounters};
-use crate::buffer::{BufferPool, DirectSink, PageSink, PoolConfig, PoolStatus};
+use crate::buffer::{BufferPool, DirectSink, PageSink, PoolConfig};
 use crate::catalog::Catalog;
 use crate::dwb::{Doublewrite, DWB_FILE_NAME};
 use crate::error::{Error, Health, Result};
 use crate::flush::Durability;
-use crate::io::{File, FileKind, FileStorage, IoStats, Storage};
+use crate::io::{File, FileKind, FileStorage, Storage};
 use crate::locks::{LockLimits, LockTable};
 use crate::mtr::Mtr;
 use crate::options::Options;
@@ -20,6 +20,7 @@ use crate::recovery::{self, RecoveryReport};
 pub use crate::shared::Table;
 use crate::shared::{sharp_checkpoint, DbCounters, DbInner, NEXT_DB_ID};
 use crate::space::{self, Header, HEADER_PAGE};
+use crate::status::Status;
 use crate::txn::transaction::Transaction;
 use crate::types::PageId;
 use crate::wal::{self, FlushAtCommit, Log, LogConfig};
@@ -58,64 +59,6 @@ impl std::fmt::Debug for Database {
             .field("closed", &i.closed.load(Ordering::Acquire))
             .finish()
     }
-}
-
-/// What `status()` reports.
-#[derive(Clone, Debug, serde::Serialize)]
-pub struct Status {
-    pub location: String,
-    pub page_size: usize,
-    /// Current LSN (end of the redo stream), flushed LSN and checkpoint LSN.
-    pub lsn: u64,
-    pub flushed_lsn: u64,
-    pub checkpoint_lsn: u64,
-    pub checkpoint_age_bytes: u64,
-    pub checkpoint_age_pct: f64,
-    pub log_capacity_bytes: u64,
-    pub log: wal::LogStats,
-    pub flush_policy: crate::options::FlushPolicy,
-    pub pages_flushed_background: u64,
-    pub pages_flushed_lru: u64,
-    pub pages_flushed_sync: u64,
-    /// Pages committing threads wrote because the log's free space below the sync point was
-    /// promised to transactions in flight.
-    pub pages_flushed_log_space: u64,
-    pub pages_flushed_max_dirty: u64,
-    pub max_dirty_waits: u64,
-    pub max_dirty_wait_us: u64,
-    pub admission_delay_now_us: u64,
-    pub admission_delays: u64,
-    pub admission_delay_total_us: u64,
-    /// Commits (steady) that waited for the page cleaner to free log room instead of writing
-    /// pages themselves; their time is part of `admission_delay_total_us`.
-    pub room_waits: u64,
-    pub room_wait_us: u64,
-    pub sync_flush_waits: u64,
-    pub sync_flush_wait_us: u64,
-    pub log_space_waits: u64,
-    pub log_space_wait_us: u64,
-    pub log_full_waits: u64,
-    pub checkpoints: u64,
-    pub recovery: RecoveryReport,
-    pub locks: crate::locks::LockStats,
-    pub page_overhead_bytes: usize,
-    pub buffer_pool_size: u64,
-    pub buffer_pool_instances: usize,
-    pub file_pages: u32,
-    pub free_list_pages: u32,
-    pub file_bytes: u64,
-    pub tables: usize,
-    /// 100 * dirty / (1 + data + free), InnoDB's formula for its dirty-page percentage.
-    pub dirty_pct: f64,
-    pub buffer: PoolStatus,
-    pub page_splits: u64,
-    pub pages_freed: u64,
-    pub root_collapses: u64,
-    pub commits: u64,
-    pub rollbacks: u64,
-    pub rows_written: u64,
-    pub rows_deleted: u64,
-    pub io: IoStats,
 }
 
 fn log_config(opts: &Options) -> LogConfig {
@@ -547,11 +490,9 @@ impl Database {
         let i = &self.inner;
         let buffer = i.pool.status();
         let header = i.pool.read(HEADER_PAGE).map(|g| Header::decode(&g)).ok();
-        let tc = &i.tree_counters;
         let ld = |a: &AtomicU64| a.load(Ordering::Relaxed);
         let log = &i.dur.log;
         let (lsn, cp) = (log.current_lsn().0, log.checkpoint_lsn().0);
-        let fc = &i.dur.counters;
         Status {
             location: i.location.clone(),
             page_size: i.pool.page_size(),
@@ -563,22 +504,8 @@ impl Database {
             log_capacity_bytes: log.capacity(),
             log: log.stats(),
             flush_policy: i.dur.knobs.read().adaptive_flushing,
-            pages_flushed_background: ld(&fc.pages_flushed_background),
-            pages_flushed_lru: ld(&fc.pages_flushed_lru),
-            pages_flushed_sync: ld(&fc.pages_flushed_sync),
-            pages_flushed_log_space: ld(&fc.pages_flushed_log_space),
-            pages_flushed_max_dirty: ld(&fc.pages_flushed_max_dirty),
-            max_dirty_waits: ld(&fc.max_dirty_waits),
-            max_dirty_wait_us: ld(&fc.max_dirty_wait_us),
+            flush: i.dur.counters.snapshot(),
             admission_delay_now_us: ld(&i.dur.admission_delay_now_us),
-            admission_delays: ld(&fc.admission_delays),
-            admission_delay_total_us: ld(&fc.admission_delay_us),
-            room_waits: ld(&fc.room_waits),
-            room_wait_us: ld(&fc.room_wait_us),
-            sync_flush_waits: ld(&fc.sync_flush_waits),
-            sync_flush_wait_us: ld(&fc.sync_flush_wait_us),
-            log_space_waits: ld(&fc.log_space_waits),
-            log_space_wait_us: ld(&fc.log_space_wait_us),
             log_full_waits: ld(&i.dur.space.log_full_waits),
             checkpoints: ld(&i.dur.space.checkpoints),
             recovery: i.recovery.clone(),
@@ -593,13 +520,8 @@ impl Database {
             dirty_pct: 100.0 * buffer.pages_dirty as f64
                 / (1 + buffer.pages_data + buffer.pages_free) as f64,
             buffer,
-            page_splits: ld(&tc.splits),
-            pages_freed: ld(&tc.pages_freed),
-            root_collapses: ld(&tc.root_collapses),
-            commits: ld(&i.counters.commits),
-            rollbacks: ld(&i.counters.rollbacks),
-            rows_written: ld(&i.counters.rows_written),
-            rows_deleted: ld(&i.counters.rows_deleted),
+            tree: i.tree_counters.snapshot(),
+            txns: i.counters.snapshot(),
             io: i.storage.io_stats(),
         }
     }

@@ -51,7 +51,7 @@
 //! an upward or same-layer import, and on an import cycle among the files of one folder.
 //!
 //! ```text
-//!   types                      Lsn, PageId, TxnId, TableId
+//!   types, counter             Lsn, PageId, TxnId, TableId; counter groups and metric declarations
 //!   error                      the one error type
 //!   page, io, locks            page layout (pure); Storage trait (files, simulated disk); key locks
 //!   options, wal, dwb          knobs; redo log (group commit, slots, records, log space and the checkpoint); doublewrite
@@ -63,6 +63,7 @@
 //!   check                      page and B+tree verification of a data file
 //!   shared                     one open database's state (DbInner, Table handles), shutdown
 //!   txn                        transactions: write sets, commit, recovery's re-apply
+//!   status                     Status and the table of every metric it carries
 //!   db, fuzz                   the public API (Database, Status, open and recovery); fuzz entry points
 //! ```
 //!
@@ -84,6 +85,7 @@ pub mod buffer;
 #[doc(hidden)]
 pub mod catalog;
 pub mod check;
+pub mod counter;
 #[doc(hidden)]
 pub mod db;
 #[doc(hidden)]
@@ -108,6 +110,7 @@ pub mod recovery;
 pub mod shared;
 #[doc(hidden)]
 pub mod space;
+pub mod status;
 #[doc(hidden)]
 pub mod txn;
 #[doc(hidden)]
@@ -116,7 +119,9 @@ pub mod types;
 pub mod wal;
 
 pub use check::{CheckReport, Problem, TableReport};
-pub use db::{check_dir, require_database, Database, Status, Table, DATA_FILE};
+pub use counter::{MetricInfo, MetricKind};
+pub use db::{check_dir, require_database, Database, Table, DATA_FILE};
 pub use error::{Error, Result};
 pub use options::{FlushPolicy, Options};
+pub use status::{metric_infos, Status};
 pub use txn::transaction::{Durability, KeyRange, Scan, Transaction};

@@ -73,13 +73,18 @@ impl std::fmt::Debug for Table {
     }
 }
 
-/// Counters kept by the API layer.
-#[derive(Default)]
-pub(crate) struct DbCounters {
-    pub commits: AtomicU64,
-    pub rollbacks: AtomicU64,
-    pub rows_written: AtomicU64,
-    pub rows_deleted: AtomicU64,
+crate::counter::counter_group! {
+    /// Transactions and rows, counted by the API layer.
+    pub struct DbCounters => DbCounts {
+        /// Transactions committed (read-only and empty ones included).
+        commits: "commits",
+        /// Transactions rolled back, by the caller or by an error.
+        rollbacks: "rollbacks",
+        /// Rows put by committed transactions.
+        rows_written: "rows",
+        /// Rows deleted by committed transactions.
+        rows_deleted: "rows",
+    }
 }
 
 pub(crate) struct DbInner {

@@ -137,75 +137,7 @@ impl Driver for EvenkeelDriver {
     }
 
     fn stats(&self) -> EngineStats {
-        let s = self.db.status();
-        let b = &s.buffer;
-        let stall = [
-            s.sync_flush_wait_us,
-            s.log_space_wait_us,
-            s.max_dirty_wait_us,
-            b.free_frame_wait_us,
-        ];
-        let mut e = EngineStats {
-            checkpoint_age_bytes: Some(s.checkpoint_age_bytes),
-            checkpoint_age_pct: Some(s.checkpoint_age_pct),
-            dirty_pct: Some(s.dirty_pct),
-            flush_policy: Some(s.flush_policy.to_string()),
-            pages_flushed_list: Some(s.pages_flushed_background),
-            pages_flushed_lru: Some(s.pages_flushed_lru),
-            pages_flushed_sync: Some(s.pages_flushed_sync),
-            pages_flushed_log_space: Some(s.pages_flushed_log_space),
-            pages_flushed_max_dirty: Some(s.pages_flushed_max_dirty),
-            pages_flushed_single_page: Some(b.eviction_writes),
-            stall_us: Some(stall.iter().sum()),
-            stall_sync_us: Some(s.sync_flush_wait_us),
-            stall_log_space_us: Some(s.log_space_wait_us),
-            stall_max_dirty_us: Some(s.max_dirty_wait_us),
-            stall_free_frame_us: Some(b.free_frame_wait_us),
-            admission_delay_us: Some(s.admission_delay_total_us),
-            admission_delay_now_us: Some(s.admission_delay_now_us),
-            room_wait_us: Some(s.room_wait_us),
-            pages_redirtied_in_write: Some(b.pages_redirtied_in_write),
-            pages_read: Some(b.pages_read),
-            pages_written: Some(b.pages_written),
-            read_ahead_pages: Some(b.read_ahead_pages),
-            read_ahead_evicted_unused: Some(b.read_ahead_evicted_unused),
-            log_bytes_written: Some(s.log.written_bytes),
-            log_fsyncs: Some(s.log.fsyncs),
-            ..EngineStats::default()
-        };
-        let extra = [
-            ("lsn", s.lsn),
-            ("checkpoint_lsn", s.checkpoint_lsn),
-            ("log_capacity_bytes", s.log_capacity_bytes),
-            ("checkpoints", s.checkpoints),
-            ("log_full_waits", s.log_full_waits),
-            ("sync_flush_waits", s.sync_flush_waits),
-            ("log_space_waits", s.log_space_waits),
-            ("max_dirty_waits", s.max_dirty_waits),
-            ("admission_delays", s.admission_delays),
-            ("room_waits", s.room_waits),
-            ("free_frame_waits", b.free_frame_waits),
-            ("commits", s.commits),
-            ("rollbacks", s.rollbacks),
-            ("rows_written", s.rows_written),
-            ("rows_deleted", s.rows_deleted),
-            ("page_splits", s.page_splits),
-            ("pages_data", b.pages_data),
-            ("pages_free", b.pages_free),
-            ("pages_dirty", b.pages_dirty),
-            ("evictions", b.evictions),
-            ("hits", b.hits),
-            ("page_requests", b.page_requests),
-            ("file_bytes", s.file_bytes),
-            ("io_reads", s.io.reads),
-            ("io_writes", s.io.writes),
-            ("io_syncs", s.io.syncs),
-        ];
-        e.extra = extra
-            .iter()
-            .map(|(k, v)| (k.to_string(), *v as f64))
-            .collect();
-        e
+        EngineStats::from_evenkeel(&self.db.status())
     }
 
     fn set_option(&self, name: &str, value: &str) -> DriverResult<()> {

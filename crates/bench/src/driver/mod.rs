@@ -8,10 +8,7 @@
 //! Must stay true: a driver never retries on its own (the workload counts retries), and a
 //! transaction that returned a retryable error is finished; the workload only drops it.
 
-use std::collections::BTreeMap;
 use std::ops::Bound;
-
-use serde::Serialize;
 
 pub use crate::error::{DriverError, DriverResult, ErrorClass};
 
@@ -98,64 +95,7 @@ pub trait DriverTxn: Send {
     fn rollback(self: Box<Self>);
 }
 
-/// Engine status sampled each second. Counters are cumulative since open (the sampler takes
-/// differences); gauges are current values. `None` means the engine does not expose it, so a
-/// peer fills what it has and the report says "no data" for the rest.
-///
-/// Pages flushed are split by who wrote them: the background flusher's policy (flush lists,
-/// i.e. checkpoint order), LRU-tail cleaning, and three kinds of foreground writes done by user
-/// threads — at the checkpoint's sync point, past the dirty-page limit, and a single page
-/// written to free a frame. Stall time is split the same way.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct EngineStats {
-    pub checkpoint_age_bytes: Option<u64>,
-    pub checkpoint_age_pct: Option<f64>,
-    pub dirty_pct: Option<f64>,
-    /// The flush policy in force (evenkeel's adaptive_flushing), a gauge.
-    pub flush_policy: Option<String>,
-    /// Pages written by the background flusher's policy from the flush lists, cumulative.
-    pub pages_flushed_list: Option<u64>,
-    /// Pages written by background LRU-tail cleaning, cumulative.
-    pub pages_flushed_lru: Option<u64>,
-    /// Pages written by committing threads at the checkpoint's sync point, cumulative.
-    pub pages_flushed_sync: Option<u64>,
-    /// Pages written by committing threads below the sync point because the log's free space
-    /// was promised to transactions in flight (evenkeel's log-space reservations), cumulative.
-    pub pages_flushed_log_space: Option<u64>,
-    /// Pages written by committing threads while the dirty-page limit is exceeded, cumulative.
-    pub pages_flushed_max_dirty: Option<u64>,
-    /// Dirty pages a user thread wrote itself to get a free frame ("single page flush").
-    pub pages_flushed_single_page: Option<u64>,
-    /// Time foreground threads spent stalled on flushing of any kind, cumulative (the sum of
-    /// the kinds below when the engine splits it).
-    pub stall_us: Option<u64>,
-    /// Stall at the checkpoint's sync point, cumulative.
-    pub stall_sync_us: Option<u64>,
-    /// Stall waiting for log space promised to others (below the sync point), cumulative.
-    pub stall_log_space_us: Option<u64>,
-    /// Stall flushing past the dirty-page limit, cumulative.
-    pub stall_max_dirty_us: Option<u64>,
-    /// Stall waiting for a free frame, cumulative.
-    pub stall_free_frame_us: Option<u64>,
-    /// Commit admission delay served by all threads, cumulative.
-    pub admission_delay_us: Option<u64>,
-    /// Admission delay currently asked of each commit, a gauge.
-    pub admission_delay_now_us: Option<u64>,
-    /// Of the admission delay, the time commits waited for the page cleaner to make room in
-    /// the log (evenkeel's room waits, under steady), cumulative.
-    pub room_wait_us: Option<u64>,
-    /// Pages changed while being written (still dirty after the write), cumulative.
-    pub pages_redirtied_in_write: Option<u64>,
-    pub pages_read: Option<u64>,
-    pub pages_written: Option<u64>,
-    pub read_ahead_pages: Option<u64>,
-    pub read_ahead_evicted_unused: Option<u64>,
-    /// Bytes written to the redo log and its fsyncs, cumulative.
-    pub log_bytes_written: Option<u64>,
-    pub log_fsyncs: Option<u64>,
-    /// Anything else the engine exposes, by its own name.
-    pub extra: BTreeMap<String, f64>,
-}
+pub use crate::metrics::EngineStats;
 
 /// A visitor of scanned rows (key, value).
 pub type RowVisitor<'a> = dyn FnMut(&[u8], &[u8]) -> DriverResult<()> + 'a;

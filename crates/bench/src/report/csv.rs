@@ -9,81 +9,22 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
+use crate::cell::Cell;
 use crate::error::{BenchError, BenchResult};
+use crate::metrics::{EngineColumn, ENGINE_COLUMNS};
 use crate::sampler::{KindInterval, SampleRow};
 
-/// A value that fits in one cell.
-trait Cell: Sized {
-    fn to_cell(&self) -> String;
-    /// `None` when the text is not a value of this type.
-    fn from_cell(s: &str) -> Option<Self>;
-}
-
-impl Cell for u64 {
-    fn to_cell(&self) -> String {
-        self.to_string()
-    }
-    fn from_cell(s: &str) -> Option<Self> {
-        s.parse().ok()
-    }
-}
-
-impl Cell for f64 {
-    fn to_cell(&self) -> String {
-        format!("{self:.3}")
-    }
-    fn from_cell(s: &str) -> Option<Self> {
-        s.parse().ok()
-    }
-}
-
-impl Cell for bool {
-    fn to_cell(&self) -> String {
-        u8::from(*self).to_string()
-    }
-    fn from_cell(s: &str) -> Option<Self> {
-        match s {
-            "1" => Some(true),
-            "0" => Some(false),
-            _ => None,
-        }
-    }
-}
-
-impl Cell for String {
-    fn to_cell(&self) -> String {
-        self.replace(',', ";").replace(['\n', '\r'], " ")
-    }
-    fn from_cell(s: &str) -> Option<Self> {
-        Some(s.to_string())
-    }
-}
-
-/// Empty cell for `None`; an empty or unparsable cell reads back as `None`.
-impl<T: Cell> Cell for Option<T> {
-    fn to_cell(&self) -> String {
-        self.as_ref().map_or(String::new(), Cell::to_cell)
-    }
-    fn from_cell(s: &str) -> Option<Self> {
-        if s.is_empty() {
-            Some(None)
-        } else {
-            T::from_cell(s).map(Some)
-        }
-    }
-}
-
-/// One fixed column: its name, how to write it, how to read it into a row.
-struct Column {
+/// One column of the row itself: its name, how to write it, how to read it into a row.
+struct RowColumn {
     name: &'static str,
     get: fn(&SampleRow) -> String,
     put: fn(&mut SampleRow, &str) -> bool,
 }
 
 macro_rules! columns {
-    ($($field:ident),* $(,)?) => {
-        const COLUMNS: &[Column] = &[$(
-            Column {
+    ($list:ident: $($field:ident),* $(,)?) => {
+        const $list: &[RowColumn] = &[$(
+            RowColumn {
                 name: stringify!($field),
                 get: |r| Cell::to_cell(&r.$field),
                 put: |r, s| match Cell::from_cell(s) {
@@ -99,7 +40,7 @@ macro_rules! columns {
 }
 
 columns!(
-    t_s,
+    HEAD: t_s,
     phase,
     excluded,
     ops,
@@ -110,32 +51,10 @@ columns!(
     lat_p95_ms,
     lat_p99_ms,
     lat_max_ms,
-    checkpoint_age_bytes,
-    checkpoint_age_pct,
-    dirty_pct,
-    flush_policy,
-    flushed_list_pages,
-    flushed_lru_pages,
-    flushed_sync_pages,
-    flushed_log_space_pages,
-    flushed_max_dirty_pages,
-    flushed_single_page_pages,
-    stall_ms,
-    stall_sync_ms,
-    stall_log_space_ms,
-    stall_max_dirty_ms,
-    stall_free_frame_ms,
-    admission_delay_ms,
-    admission_delay_now_us,
-    room_wait_ms,
-    pages_read,
-    pages_written,
-    pages_redirtied_in_write,
-    read_ahead_pages,
-    read_ahead_evicted_unused,
-    log_write_bytes,
-    log_fsyncs,
-    cpu_pct,
+);
+
+columns!(
+    TAIL: cpu_pct,
     rss_bytes,
     io_read_bytes,
     io_write_bytes,
@@ -149,9 +68,48 @@ columns!(
     event,
 );
 
+/// A fixed column: one of the row's own, or one of the engine's (crate::metrics' table).
+#[derive(Clone, Copy)]
+enum Column {
+    Row(&'static RowColumn),
+    Engine(&'static EngineColumn),
+}
+
+impl Column {
+    fn name(self) -> &'static str {
+        match self {
+            Column::Row(c) => c.name,
+            Column::Engine(c) => c.name,
+        }
+    }
+
+    fn get(self, r: &SampleRow) -> String {
+        match self {
+            Column::Row(c) => (c.get)(r),
+            Column::Engine(c) => (c.get)(&r.engine),
+        }
+    }
+
+    fn put(self, r: &mut SampleRow, s: &str) -> bool {
+        match self {
+            Column::Row(c) => (c.put)(r, s),
+            Column::Engine(c) => (c.put)(&mut r.engine, s),
+        }
+    }
+}
+
+/// Every fixed column in file order: the row's head, the engine's, the row's tail.
+fn columns() -> Vec<Column> {
+    HEAD.iter()
+        .map(Column::Row)
+        .chain(ENGINE_COLUMNS.iter().map(Column::Engine))
+        .chain(TAIL.iter().map(Column::Row))
+        .collect()
+}
+
 /// The names of the fixed columns, in file order (the per-kind columns and config_hash follow).
 pub fn column_names() -> Vec<&'static str> {
-    COLUMNS.iter().map(|c| c.name).collect()
+    columns().into_iter().map(Column::name).collect()
 }
 
 /// The CSV text of `rows`, tagged with `config_hash`.
@@ -160,13 +118,14 @@ pub fn render(rows: &[SampleRow], config_hash: &str) -> String {
         .first()
         .map(|r| r.kinds.iter().map(|k| k.name.to_lowercase()).collect())
         .unwrap_or_default();
+    let columns = columns();
     let mut out = column_names().join(",");
     for k in &kinds {
         let _ = write!(out, ",{k}_count,{k}_p95_ms,{k}_p99_ms,{k}_max_ms");
     }
     out.push_str(",config_hash\n");
     for r in rows {
-        let cells: Vec<String> = COLUMNS.iter().map(|c| (c.get)(r)).collect();
+        let cells: Vec<String> = columns.iter().map(|c| c.get(r)).collect();
         out.push_str(&cells.join(","));
         for k in &r.kinds {
             let _ = write!(
@@ -186,7 +145,7 @@ fn bad(line: usize, what: &str) -> BenchError {
 
 /// Where each known column sits in a header.
 struct Layout {
-    fixed: Vec<(usize, &'static Column)>,
+    fixed: Vec<(usize, Column)>,
     /// Kind name (upper case) and the index of its `_count` column.
     kinds: Vec<(String, usize)>,
     hash: usize,
@@ -194,7 +153,7 @@ struct Layout {
 }
 
 fn layout(header: &[&str]) -> BenchResult<Layout> {
-    let by_name: HashMap<&str, &'static Column> = COLUMNS.iter().map(|c| (c.name, c)).collect();
+    let by_name: HashMap<&str, Column> = columns().into_iter().map(|c| (c.name(), c)).collect();
     let mut fixed = Vec::new();
     let mut kinds = Vec::new();
     let mut hash = None;
@@ -216,7 +175,7 @@ fn layout(header: &[&str]) -> BenchResult<Layout> {
         }
         i += 1;
     }
-    let has = |n: &str| fixed.iter().any(|(_, c)| c.name == n);
+    let has = |n: &str| fixed.iter().any(|(_, c)| c.name() == n);
     match hash {
         Some(hash) if has("t_s") && has("ops") => Ok(Layout {
             fixed,
@@ -253,8 +212,8 @@ pub fn read(text: &str) -> BenchResult<(Vec<SampleRow>, String)> {
         }
         let mut row = SampleRow::default();
         for &(j, c) in &l.fixed {
-            if !(c.put)(&mut row, f[j]) {
-                return Err(bad(n, &format!("bad value {:?} in {}", f[j], c.name)));
+            if !c.put(&mut row, f[j]) {
+                return Err(bad(n, &format!("bad value {:?} in {}", f[j], c.name())));
             }
         }
         for (name, at) in &l.kinds {
@@ -291,10 +250,13 @@ mod tests {
             ops: 10,
             ops_all: 22,
             lat_p95_ms: 1.5,
-            dirty_pct: Some(12.25),
-            flush_policy: Some("steady".into()),
-            flushed_max_dirty_pages: Some(7),
-            stall_sync_ms: Some(0.5),
+            engine: crate::metrics::EngineInterval {
+                dirty_pct: Some(12.25),
+                flush_policy: Some("steady".into()),
+                flushed_max_dirty_pages: Some(7),
+                stall_sync_ms: Some(0.5),
+                ..Default::default()
+            },
             event: Some("set io_capacity=400".into()),
             kinds: vec![KindInterval {
                 name: "NEW_ORDER".into(),
@@ -324,8 +286,8 @@ mod tests {
         let (rows, hash) = read(text).expect("parse");
         assert_eq!(hash, "h");
         assert_eq!(rows[0].ops, 5);
-        assert_eq!(rows[0].dirty_pct, Some(3.5));
-        assert_eq!(rows[0].flushed_max_dirty_pages, None);
+        assert_eq!(rows[0].engine.dirty_pct, Some(3.5));
+        assert_eq!(rows[0].engine.flushed_max_dirty_pages, None);
         assert_eq!(rows[0].kinds[0].name, "NEW_ORDER");
         let row = SampleRow {
             event: Some("set a=1, set b=2".into()),

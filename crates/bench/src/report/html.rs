@@ -94,27 +94,27 @@ pub fn charts(s: &Summary, rows: &[SampleRow]) -> Vec<Chart> {
     let flushed = Chart::new("Pages flushed per second by source", "seconds", "pages / s")
         .with(Series::new(
             "policy (flush list)",
-            pts(rows, |r| count(r.flushed_list_pages)),
+            pts(rows, |r| count(r.engine.flushed_list_pages)),
         ))
         .with(Series::new(
             "LRU cleaning",
-            pts(rows, |r| count(r.flushed_lru_pages)),
+            pts(rows, |r| count(r.engine.flushed_lru_pages)),
         ))
         .with(Series::new(
             "sync point (foreground)",
-            pts(rows, |r| count(r.flushed_sync_pages)),
+            pts(rows, |r| count(r.engine.flushed_sync_pages)),
         ))
         .with(Series::new(
             "log space promised (foreground)",
-            pts(rows, |r| count(r.flushed_log_space_pages)),
+            pts(rows, |r| count(r.engine.flushed_log_space_pages)),
         ))
         .with(Series::new(
             "max dirty (foreground)",
-            pts(rows, |r| count(r.flushed_max_dirty_pages)),
+            pts(rows, |r| count(r.engine.flushed_max_dirty_pages)),
         ))
         .with(Series::new(
             "single page (foreground)",
-            pts(rows, |r| count(r.flushed_single_page_pages)),
+            pts(rows, |r| count(r.engine.flushed_single_page_pages)),
         ));
     let stalls = stall_chart(rows);
     let mb = |b: u64| b as f64 / 1_048_576.0;
@@ -138,23 +138,23 @@ pub fn charts(s: &Summary, rows: &[SampleRow]) -> Vec<Chart> {
     let reads = Chart::new("Page reads and read-ahead", "seconds", "pages / s")
         .with(Series::new(
             "pages read",
-            pts(rows, |r| count(r.pages_read)),
+            pts(rows, |r| count(r.engine.pages_read)),
         ))
         .with(Series::new(
             "read ahead",
-            pts(rows, |r| count(r.read_ahead_pages)),
+            pts(rows, |r| count(r.engine.read_ahead_pages)),
         ))
         .with(Series::new(
             "read ahead, evicted unused",
-            pts(rows, |r| count(r.read_ahead_evicted_unused)),
+            pts(rows, |r| count(r.engine.read_ahead_evicted_unused)),
         ));
     let redo = Chart::new("Redo log written", "seconds", "MB / s")
         .y2("fsyncs / s")
         .with(Series::new(
             "redo MB/s",
-            pts(rows, |r| r.log_write_bytes.map(mb)),
+            pts(rows, |r| r.engine.log_write_bytes.map(mb)),
         ))
-        .with(Series::new("fsyncs", pts(rows, |r| count(r.log_fsyncs))).right());
+        .with(Series::new("fsyncs", pts(rows, |r| count(r.engine.log_fsyncs))).right());
     let lat = Chart::new(&format!("Latency per second ({op})"), "seconds", "ms")
         .with(Series::new("p50", pts(rows, |r| Some(r.lat_p50_ms))))
         .with(Series::new("p95", pts(rows, |r| Some(r.lat_p95_ms))))
@@ -203,10 +203,13 @@ pub fn charts(s: &Summary, rows: &[SampleRow]) -> Vec<Chart> {
 /// Checkpoint age (% of log capacity, or MB when the engine has no capacity) with the async
 /// and sync points from the engine's options, and dirty % on the right axis.
 fn checkpoint_chart(s: &Summary, rows: &[SampleRow]) -> Chart {
-    let pct = rows.iter().any(|r| r.checkpoint_age_pct.is_some());
+    let pct = rows.iter().any(|r| r.engine.checkpoint_age_pct.is_some());
     let (series, label) = if pct {
         (
-            Series::new("checkpoint age %", pts(rows, |r| r.checkpoint_age_pct)),
+            Series::new(
+                "checkpoint age %",
+                pts(rows, |r| r.engine.checkpoint_age_pct),
+            ),
             "checkpoint age, % of log capacity",
         )
     } else {
@@ -214,7 +217,9 @@ fn checkpoint_chart(s: &Summary, rows: &[SampleRow]) -> Chart {
             Series::new(
                 "checkpoint age MB",
                 pts(rows, |r| {
-                    r.checkpoint_age_bytes.map(|b| b as f64 / 1_048_576.0)
+                    r.engine
+                        .checkpoint_age_bytes
+                        .map(|b| b as f64 / 1_048_576.0)
                 }),
             ),
             "checkpoint age, MB",
@@ -223,7 +228,7 @@ fn checkpoint_chart(s: &Summary, rows: &[SampleRow]) -> Chart {
     let mut c = Chart::new("Checkpoint age and dirty pages", "seconds", label)
         .y2("dirty pages %")
         .with(series)
-        .with(Series::new("dirty %", pts(rows, |r| r.dirty_pct)).right());
+        .with(Series::new("dirty %", pts(rows, |r| r.engine.dirty_pct)).right());
     if pct {
         for (name, label) in [
             ("checkpoint_async_point_pct", "async point"),
@@ -246,16 +251,25 @@ fn stall_chart(rows: &[SampleRow]) -> Chart {
         "ms / s (summed over threads)",
     );
     let kinds = [
-        ("stall: sync point", pts(rows, |r| r.stall_sync_ms)),
+        ("stall: sync point", pts(rows, |r| r.engine.stall_sync_ms)),
         (
             "stall: log space promised",
-            pts(rows, |r| r.stall_log_space_ms),
+            pts(rows, |r| r.engine.stall_log_space_ms),
         ),
-        ("stall: max dirty", pts(rows, |r| r.stall_max_dirty_ms)),
-        ("stall: free frame", pts(rows, |r| r.stall_free_frame_ms)),
+        (
+            "stall: max dirty",
+            pts(rows, |r| r.engine.stall_max_dirty_ms),
+        ),
+        (
+            "stall: free frame",
+            pts(rows, |r| r.engine.stall_free_frame_ms),
+        ),
     ];
     if kinds.iter().all(|(_, p)| p.is_empty()) {
-        c = c.with(Series::new("stall (all kinds)", pts(rows, |r| r.stall_ms)));
+        c = c.with(Series::new(
+            "stall (all kinds)",
+            pts(rows, |r| r.engine.stall_ms),
+        ));
     } else {
         for (name, p) in kinds {
             c = c.with(Series::new(name, p));
@@ -263,11 +277,11 @@ fn stall_chart(rows: &[SampleRow]) -> Chart {
     }
     c.with(Series::new(
         "admission delay",
-        pts(rows, |r| r.admission_delay_ms),
+        pts(rows, |r| r.engine.admission_delay_ms),
     ))
     .with(Series::new(
         "of which room waits",
-        pts(rows, |r| r.room_wait_ms),
+        pts(rows, |r| r.engine.room_wait_ms),
     ))
 }
 
@@ -484,6 +498,51 @@ fn io_section(s: &Summary) -> String {
     o
 }
 
+/// Every engine metric of the sampled table the engine exposed, over the measured seconds.
+fn engine_metrics_section(s: &Summary) -> String {
+    if s.engine_metrics.is_empty() {
+        return String::new();
+    }
+    let mut o = String::from("<h2>Engine metrics</h2>");
+    let num = |v: f64| {
+        if v.abs() >= 100.0 || v == v.trunc() {
+            format!("{v:.0}")
+        } else {
+            format!("{v:.2}")
+        }
+    };
+    let rows: Vec<Vec<String>> = crate::metrics::METRICS
+        .iter()
+        .filter_map(|spec| {
+            let f = s.engine_metrics.get(spec.column)?;
+            Some(vec![
+                spec.column.to_string(),
+                f.unit.clone(),
+                f.total.map_or("-".into(), num),
+                num(f.mean),
+                num(f.max),
+                spec.meaning
+                    .split_whitespace()
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            ])
+        })
+        .collect();
+    o.push_str(&table(
+        &[
+            "metric",
+            "unit",
+            "total",
+            "mean per s (gauge: mean)",
+            "max",
+            "meaning",
+        ],
+        &rows,
+        &[0, 5],
+    ));
+    o
+}
+
 /// The whole page.
 pub fn render(s: &Summary, rows: &[SampleRow]) -> String {
     let mut o = String::new();
@@ -538,7 +597,9 @@ pub fn render(s: &Summary, rows: &[SampleRow]) -> String {
     for c in charts(s, rows) {
         o.push_str(&c.render());
     }
-    o.push_str("</div><h2>Configuration</h2>");
+    o.push_str("</div>");
+    o.push_str(&engine_metrics_section(s));
+    o.push_str("<h2>Configuration</h2>");
     let cfg: Vec<Vec<String>> = s
         .config
         .iter()

@@ -78,7 +78,7 @@ impl IoFigures {
             let v: Vec<u64> = measured.iter().filter_map(|r| f(r)).collect();
             (!v.is_empty()).then(|| v.iter().sum::<u64>() as f64)
         };
-        let pages = sum_opt(&|r| r.pages_read);
+        let pages = sum_opt(&|r| r.engine.pages_read);
         let engine_bytes = pages.zip(page_size).map(|(p, s)| p * s as f64);
         let process_read: f64 = measured.iter().map(|r| r.io_read_bytes as f64).sum();
         let process_write: f64 = measured.iter().map(|r| r.io_write_bytes as f64).sum();
@@ -184,7 +184,10 @@ mod tests {
 
     fn row(pages_read: u64, io_read_bytes: u64) -> SampleRow {
         SampleRow {
-            pages_read: Some(pages_read),
+            engine: crate::metrics::EngineInterval {
+                pages_read: Some(pages_read),
+                ..Default::default()
+            },
             io_read_bytes,
             io_write_bytes: 2 * 1_048_576,
             dev_reads: Some(pages_read + 5),

@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::iobound::{parse_size, IoFigures};
+use crate::metrics::{Kind, METRICS};
 use crate::recorder::KindSummary;
 use crate::sampler::SampleRow;
 use crate::stability::{detrended, stability, Stability};
@@ -134,6 +135,50 @@ pub struct Summary {
     pub ips_99: Option<f64>,
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub steps: Vec<StepSummary>,
+    /// Every engine metric of the sampled table (crate::metrics) the engine exposed, by its
+    /// timeseries.csv column.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty", default)]
+    pub engine_metrics: BTreeMap<String, MetricFigures>,
+}
+
+/// One engine metric over the measured seconds: for a counter, its total and its mean and
+/// highest per second; for a gauge, its mean and highest value.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct MetricFigures {
+    pub unit: String,
+    pub kind: Kind,
+    /// A counter's sum over the measured seconds (None for a gauge).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub total: Option<f64>,
+    pub mean: f64,
+    pub max: f64,
+    /// Measured seconds with a value.
+    pub seconds: u64,
+}
+
+/// Each metric of the table that has values in `rows`.
+pub fn engine_metrics(rows: &[&SampleRow]) -> BTreeMap<String, MetricFigures> {
+    let values: Vec<Vec<Option<f64>>> = rows.iter().map(|r| r.engine.values()).collect();
+    let mut out = BTreeMap::new();
+    for (i, spec) in METRICS.iter().enumerate() {
+        let v: Vec<f64> = values.iter().filter_map(|r| r[i]).collect();
+        if v.is_empty() {
+            continue;
+        }
+        let total: f64 = v.iter().sum();
+        out.insert(
+            spec.column.to_string(),
+            MetricFigures {
+                unit: spec.unit.to_string(),
+                kind: spec.kind,
+                total: (spec.kind != Kind::Gauge).then_some(total),
+                mean: total / v.len() as f64,
+                max: v.iter().copied().fold(f64::MIN, f64::max),
+                seconds: v.len() as u64,
+            },
+        );
+    }
+    out
 }
 
 fn sum<T>(rows: &[&SampleRow], f: impl Fn(&SampleRow) -> T) -> f64
@@ -192,17 +237,26 @@ impl Summary {
         let reads = if use_dev {
             sum(&m, |r| r.dev_reads.unwrap_or(0) as f64)
         } else {
-            sum(&m, |r| r.pages_read.unwrap_or(0) as f64)
+            sum(&m, |r| r.engine.pages_read.unwrap_or(0) as f64)
         };
         let cpu_s = sum(&m, |r| r.cpu_pct / 100.0);
-        let dirty: Vec<f64> = m.iter().filter_map(|r| r.dirty_pct).collect();
-        let stall: Vec<f64> = m.iter().filter_map(|r| r.stall_ms).collect();
-        let admission: Vec<f64> = m.iter().filter_map(|r| r.admission_delay_ms).collect();
-        let room: Vec<f64> = m.iter().filter_map(|r| r.room_wait_ms).collect();
-        let sync: Vec<u64> = m.iter().filter_map(|r| r.flushed_sync_pages).collect();
-        let log_space: Vec<u64> = m.iter().filter_map(|r| r.flushed_log_space_pages).collect();
+        let dirty: Vec<f64> = m.iter().filter_map(|r| r.engine.dirty_pct).collect();
+        let stall: Vec<f64> = m.iter().filter_map(|r| r.engine.stall_ms).collect();
+        let admission: Vec<f64> = m
+            .iter()
+            .filter_map(|r| r.engine.admission_delay_ms)
+            .collect();
+        let room: Vec<f64> = m.iter().filter_map(|r| r.engine.room_wait_ms).collect();
+        let sync: Vec<u64> = m
+            .iter()
+            .filter_map(|r| r.engine.flushed_sync_pages)
+            .collect();
+        let log_space: Vec<u64> = m
+            .iter()
+            .filter_map(|r| r.engine.flushed_log_space_pages)
+            .collect();
         let mut policies: Vec<&str> = Vec::new();
-        for p in m.iter().filter_map(|r| r.flush_policy.as_deref()) {
+        for p in m.iter().filter_map(|r| r.engine.flush_policy.as_deref()) {
             if policies.last() != Some(&p) {
                 policies.push(p);
             }
@@ -253,9 +307,9 @@ impl Summary {
             detrended_seconds_below_half: dt.seconds_below_half_mean,
             checkpoint_age_max_pct: m
                 .iter()
-                .filter_map(|r| r.checkpoint_age_pct)
+                .filter_map(|r| r.engine.checkpoint_age_pct)
                 .reduce(f64::max),
-            checkpoint_age_max_bytes: m.iter().filter_map(|r| r.checkpoint_age_bytes).max(),
+            checkpoint_age_max_bytes: m.iter().filter_map(|r| r.engine.checkpoint_age_bytes).max(),
             dirty_pct_mean: (!dirty.is_empty())
                 .then(|| dirty.iter().sum::<f64>() / dirty.len() as f64),
             stall_ms_total: (!stall.is_empty()).then(|| stall.iter().sum()),
@@ -285,6 +339,7 @@ impl Summary {
             other_cpu_pct_mean,
             other_cpu_pct_max,
             io: Some(io),
+            engine_metrics: engine_metrics(&m),
             ..Summary::default()
         }
     }

@@ -165,13 +165,13 @@ pub fn render(workload: &str, vary: &str, runs: &[SweepRun]) -> String {
         (
             "Checkpoint age (SQLite: WAL not yet checkpointed) % of log capacity",
             "%",
-            (|x: &SampleRow| x.checkpoint_age_pct) as fn(&SampleRow) -> Option<f64>,
+            (|x: &SampleRow| x.engine.checkpoint_age_pct) as fn(&SampleRow) -> Option<f64>,
         ),
         ("Dirty pages % of the pool", "%", |x: &SampleRow| {
-            x.dirty_pct
+            x.engine.dirty_pct
         }),
         ("Foreground stall ms per second", "ms", |x: &SampleRow| {
-            x.stall_ms
+            x.engine.stall_ms
         }),
     ] {
         let mut c = Chart::new(title, "seconds", unit);

@@ -17,6 +17,7 @@ use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 
 use crate::driver::{Driver, EngineStats};
+use crate::metrics::EngineInterval;
 use crate::recorder::Recorder;
 use proc::{dir_size, DiskCounters, MachineCounters, ProcCounters, ProcReader};
 
@@ -97,41 +98,9 @@ pub struct SampleRow {
     pub lat_p99_ms: f64,
     pub lat_max_ms: f64,
     pub kinds: Vec<KindInterval>,
-    pub checkpoint_age_bytes: Option<u64>,
-    pub checkpoint_age_pct: Option<f64>,
-    pub dirty_pct: Option<f64>,
-    /// The engine's flush policy at the end of the interval.
-    pub flush_policy: Option<String>,
-    /// Pages flushed in the interval by source: the policy (flush lists), LRU cleaning, and
-    /// foreground writes at the sync point, for log space promised to others (below the sync
-    /// point), past the dirty limit, and single pages for a frame.
-    pub flushed_list_pages: Option<u64>,
-    pub flushed_lru_pages: Option<u64>,
-    pub flushed_sync_pages: Option<u64>,
-    pub flushed_log_space_pages: Option<u64>,
-    pub flushed_max_dirty_pages: Option<u64>,
-    pub flushed_single_page_pages: Option<u64>,
-    /// Foreground stall in the interval (all kinds), summed over threads.
-    pub stall_ms: Option<f64>,
-    pub stall_sync_ms: Option<f64>,
-    pub stall_log_space_ms: Option<f64>,
-    pub stall_max_dirty_ms: Option<f64>,
-    pub stall_free_frame_ms: Option<f64>,
-    /// Commit admission delay served in the interval, summed over threads.
-    pub admission_delay_ms: Option<f64>,
-    /// Admission delay asked of each commit at the end of the interval.
-    pub admission_delay_now_us: Option<u64>,
-    /// Of the admission delay, time commits waited for the page cleaner to make room in the
-    /// log, summed over threads.
-    pub room_wait_ms: Option<f64>,
-    pub pages_read: Option<u64>,
-    pub pages_written: Option<u64>,
-    /// Pages changed while being written (each stays dirty, from the change's LSN).
-    pub pages_redirtied_in_write: Option<u64>,
-    pub read_ahead_pages: Option<u64>,
-    pub read_ahead_evicted_unused: Option<u64>,
-    pub log_write_bytes: Option<u64>,
-    pub log_fsyncs: Option<u64>,
+    /// The engine's figures in the interval (crate::metrics declares them).
+    #[serde(flatten)]
+    pub engine: EngineInterval,
     pub cpu_pct: f64,
     pub rss_bytes: u64,
     pub io_read_bytes: u64,
@@ -148,15 +117,6 @@ pub struct SampleRow {
     pub other_cpu_pct: Option<f64>,
     /// What the run changed right after this interval (`--at` schedules), `; `-separated.
     pub event: Option<String>,
-}
-
-fn delta(now: Option<u64>, before: Option<u64>) -> Option<u64> {
-    Some(now?.saturating_sub(before.unwrap_or(0)))
-}
-
-/// A microsecond counter's difference in milliseconds.
-fn ms(now: Option<u64>, before: Option<u64>) -> Option<f64> {
-    delta(now, before).map(|us| us as f64 / 1000.0)
 }
 
 /// Turns counters into per-interval rows.
@@ -236,7 +196,6 @@ impl Sampler {
                 max_ms: k.max_ms(),
             })
             .collect();
-        let b = &self.engine;
         let row = SampleRow {
             t_s: now.duration_since(self.started).as_secs_f64().round() as u64,
             phase: clients.phase.lock().clone(),
@@ -250,37 +209,7 @@ impl Sampler {
             lat_p99_ms: prim.ms(0.99),
             lat_max_ms: prim.max_ms(),
             kinds,
-            checkpoint_age_bytes: e.checkpoint_age_bytes,
-            checkpoint_age_pct: e.checkpoint_age_pct,
-            dirty_pct: e.dirty_pct,
-            flush_policy: e.flush_policy.clone(),
-            flushed_list_pages: delta(e.pages_flushed_list, b.pages_flushed_list),
-            flushed_lru_pages: delta(e.pages_flushed_lru, b.pages_flushed_lru),
-            flushed_sync_pages: delta(e.pages_flushed_sync, b.pages_flushed_sync),
-            flushed_log_space_pages: delta(e.pages_flushed_log_space, b.pages_flushed_log_space),
-            flushed_max_dirty_pages: delta(e.pages_flushed_max_dirty, b.pages_flushed_max_dirty),
-            flushed_single_page_pages: delta(
-                e.pages_flushed_single_page,
-                b.pages_flushed_single_page,
-            ),
-            stall_ms: ms(e.stall_us, b.stall_us),
-            stall_sync_ms: ms(e.stall_sync_us, b.stall_sync_us),
-            stall_log_space_ms: ms(e.stall_log_space_us, b.stall_log_space_us),
-            stall_max_dirty_ms: ms(e.stall_max_dirty_us, b.stall_max_dirty_us),
-            stall_free_frame_ms: ms(e.stall_free_frame_us, b.stall_free_frame_us),
-            admission_delay_ms: ms(e.admission_delay_us, b.admission_delay_us),
-            admission_delay_now_us: e.admission_delay_now_us,
-            room_wait_ms: ms(e.room_wait_us, b.room_wait_us),
-            pages_read: delta(e.pages_read, b.pages_read),
-            pages_written: delta(e.pages_written, b.pages_written),
-            pages_redirtied_in_write: delta(e.pages_redirtied_in_write, b.pages_redirtied_in_write),
-            read_ahead_pages: delta(e.read_ahead_pages, b.read_ahead_pages),
-            read_ahead_evicted_unused: delta(
-                e.read_ahead_evicted_unused,
-                b.read_ahead_evicted_unused,
-            ),
-            log_write_bytes: delta(e.log_bytes_written, b.log_bytes_written),
-            log_fsyncs: delta(e.log_fsyncs, b.log_fsyncs),
+            engine: EngineInterval::between(&e, &self.engine),
             cpu_pct: 100.0 * own_cpu_s / secs,
             rss_bytes: p.rss_bytes,
             io_read_bytes: p.read_bytes.saturating_sub(self.proc_before.read_bytes),

@@ -141,7 +141,7 @@ fn schedule_applies_at_its_second_and_dir_is_reused() {
     let policy: Vec<(u64, Option<&str>)> = r
         .rows
         .iter()
-        .map(|x| (x.t_s, x.flush_policy.as_deref()))
+        .map(|x| (x.t_s, x.engine.flush_policy.as_deref()))
         .collect();
     assert_eq!(
         policy,
@@ -196,20 +196,22 @@ fn schedule_applies_at_its_second_and_dir_is_reused() {
     let key = |x: &evenkeel_bench::sampler::SampleRow| {
         (
             x.t_s,
-            x.flush_policy.clone(),
+            x.engine.flush_policy.clone(),
             x.event.clone(),
-            x.flushed_sync_pages,
+            x.engine.flushed_sync_pages,
         )
     };
     assert_eq!(
         rows.iter().map(key).collect::<Vec<_>>(),
         r.rows.iter().map(key).collect::<Vec<_>>()
     );
-    assert!(rows.iter().all(|x| x.flushed_max_dirty_pages.is_some()
-        && x.stall_free_frame_ms.is_some()
-        && x.log_write_bytes.is_some()));
+    assert!(rows
+        .iter()
+        .all(|x| x.engine.flushed_max_dirty_pages.is_some()
+            && x.engine.stall_free_frame_ms.is_some()
+            && x.engine.log_write_bytes.is_some()));
     assert!(
-        rows.iter().any(|x| x.log_write_bytes > Some(0)),
+        rows.iter().any(|x| x.engine.log_write_bytes > Some(0)),
         "redo was written"
     );
     let page = std::fs::read_to_string(out1.join("report.html")).expect("html");
@@ -356,7 +358,9 @@ fn insert_applies_a_schedule_and_reuses_its_load() {
     assert_eq!(r2.summary.steps.len(), 1);
     assert!(r2.summary.steps[0].rows > 0);
     assert_eq!(
-        r2.rows.last().and_then(|x| x.flush_policy.as_deref()),
+        r2.rows
+            .last()
+            .and_then(|x| x.engine.flush_policy.as_deref()),
         Some("innodb80")
     );
 }

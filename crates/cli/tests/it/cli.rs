@@ -356,6 +356,25 @@ fn status_prints_innodb_like_sections_and_json() {
     assert!(v["recovery"]["redo_bytes_scanned"].as_u64().is_some());
     assert!(v["locks"]["memory_max_bytes"].as_u64().is_some());
     assert!(!s.contains("no redo log yet"), "{s}");
+    // --metrics: one line per declared metric, the counter groups' members included.
+    let m = run(&["status", d, "--metrics"], b"");
+    expect_code(&m, 0);
+    let m = String::from_utf8_lossy(&m.stdout);
+    assert_eq!(m.lines().count(), evenkeel::metric_infos().len(), "{m}");
+    let line = |name: &str| {
+        m.lines()
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .unwrap_or_else(|| panic!("no {name} line:\n{m}"))
+            .to_string()
+    };
+    assert!(line("tables").contains(" 1 "), "{}", line("tables"));
+    assert!(
+        line("room_waits").contains("counter"),
+        "{}",
+        line("room_waits")
+    );
+    assert!(line("checkpoint_age_pct").contains("gauge"));
+    assert!(line("log_fsyncs").contains("fsync calls on log files"));
 }
 
 #[test]

@@ -399,7 +399,7 @@ impl Tree {
         };
         let into_right = pos >= sp;
         let rpos = if into_right { pos - sp } else { pos };
-        self.counters.splits.fetch_add(1, Ordering::Relaxed);
+        self.counters.page_splits.fetch_add(1, Ordering::Relaxed);
         Ok((sep, into_right, rpos))
     }
 

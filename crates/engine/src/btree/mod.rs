@@ -33,7 +33,7 @@ use crate::error::{Error, Result};
 use crate::page::{hdr, node, PageType};
 use crate::types::PageId;
 use parking_lot::RwLock;
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 /// Deeper than this is corruption (a 4 KiB page tree of depth 32 would hold more than 2^64 keys).
@@ -45,12 +45,16 @@ pub struct Ctx<'a> {
     pub space: &'a crate::wal::LogSpace,
 }
 
-/// Counters of structure modifications.
-#[derive(Default)]
-pub struct TreeCounters {
-    pub splits: AtomicU64,
-    pub pages_freed: AtomicU64,
-    pub root_collapses: AtomicU64,
+crate::counter::counter_group! {
+    /// Structure modifications of every B+tree.
+    pub struct TreeCounters => TreeCounts {
+        /// Page splits (a root split included).
+        page_splits: "splits",
+        /// Pages emptied by deletes and returned to the free list.
+        pages_freed: "pages",
+        /// Roots collapsed into their only child.
+        root_collapses: "collapses",
+    }
 }
 
 pub struct Tree {

@@ -399,7 +399,7 @@ fn current_marks(dur: &Durability) -> Marks {
 /// Counter values at a sample boundary.
 struct SampleBase {
     lsn: u64,
-    fc: [u64; 11],
+    fc: super::FlushCounts,
     pool: crate::buffer::PoolStatus,
     log: crate::wal::LogStats,
     data_syncs: u64,
@@ -407,23 +407,9 @@ struct SampleBase {
 
 impl SampleBase {
     fn take(dur: &Durability) -> Self {
-        let c = &dur.counters;
-        let ld = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
         SampleBase {
             lsn: dur.log.current_lsn().0,
-            fc: [
-                ld(&c.pages_flushed_background),
-                ld(&c.pages_flushed_lru),
-                ld(&c.pages_flushed_sync),
-                ld(&c.pages_flushed_max_dirty),
-                ld(&c.admission_delay_us),
-                ld(&c.sync_flush_wait_us),
-                ld(&c.max_dirty_wait_us),
-                ld(&c.commits),
-                0,
-                ld(&c.pages_flushed_log_space),
-                ld(&c.log_space_wait_us),
-            ],
+            fc: dur.counters.snapshot(),
             pool: dur.pool.status(),
             log: dur.log.stats(),
             data_syncs: dur.pool.file_syncs(),
@@ -437,7 +423,7 @@ impl SampleBase {
         started: Instant,
         planned: &FlushPlan,
     ) -> Sample {
-        let d = |i: usize| self.fc[i].saturating_sub(b.fc[i]);
+        let d = self.fc.since(&b.fc);
         let cp = dur.log.checkpoint_lsn().0;
         let age = self.lsn.saturating_sub(cp);
         Sample {
@@ -452,11 +438,11 @@ impl SampleBase {
             pages_dirty: self.pool.pages_dirty,
             pages_free: self.pool.pages_free,
             redo_bytes: self.lsn.saturating_sub(b.lsn),
-            flushed_policy: d(0),
-            flushed_lru: d(1),
-            flushed_sync: d(2),
-            flushed_log_space: d(9),
-            flushed_max_dirty: d(3),
+            flushed_policy: d.pages_flushed_background,
+            flushed_lru: d.pages_flushed_lru,
+            flushed_sync: d.pages_flushed_sync,
+            flushed_log_space: d.pages_flushed_log_space,
+            flushed_max_dirty: d.pages_flushed_max_dirty,
             flushed_single_page: self
                 .pool
                 .eviction_writes
@@ -464,10 +450,10 @@ impl SampleBase {
             planned_flush_list: planned.flush_list_pages,
             planned_lru: planned.lru_pages,
             admission_delay_us: dur.admission_delay_now_us.load(Ordering::Relaxed),
-            admission_delay_total_us: d(4),
-            stall_sync_us: d(5),
-            stall_log_space_us: d(10),
-            stall_max_dirty_us: d(6),
+            admission_delay_total_us: d.admission_delay_us,
+            stall_sync_us: d.sync_flush_wait_us,
+            stall_log_space_us: d.log_space_wait_us,
+            stall_max_dirty_us: d.max_dirty_wait_us,
             stall_free_frame_us: self
                 .pool
                 .free_frame_wait_us
@@ -484,7 +470,7 @@ impl SampleBase {
             log_bytes_written: self.log.written_bytes.saturating_sub(b.log.written_bytes),
             log_fsyncs: self.log.fsyncs.saturating_sub(b.log.fsyncs),
             data_fsyncs: self.data_syncs.saturating_sub(b.data_syncs),
-            commits: d(7),
+            commits: d.commits_logged,
         }
     }
 }

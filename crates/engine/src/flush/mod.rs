@@ -38,36 +38,44 @@ pub const FLUSH_BATCH_PAGES: usize = 64;
 /// shortest under pressure (10 ms).
 const ROOM_WAIT_MAX: Duration = Duration::from_millis(100);
 
-#[derive(Default)]
-pub struct FlushCounters {
-    /// Pages written from the flush lists by the page cleaner (the policy's plan).
-    pub pages_flushed_background: AtomicU64,
-    /// Pages written from the LRU tails by the page cleaner.
-    pub pages_flushed_lru: AtomicU64,
-    /// Pages written by committing threads past the sync point (checkpoint age).
-    pub pages_flushed_sync: AtomicU64,
-    /// Pages written by committing threads that found the log's free space promised to
-    /// transactions in flight (reservations), below the sync point.
-    pub pages_flushed_log_space: AtomicU64,
-    /// Pages written by committing threads past max_dirty_pages_pct.
-    pub pages_flushed_max_dirty: AtomicU64,
-    pub max_dirty_waits: AtomicU64,
-    pub max_dirty_wait_us: AtomicU64,
-    /// Admission delays served (steady) and their total time.
-    pub admission_delays: AtomicU64,
-    pub admission_delay_us: AtomicU64,
-    /// Of those, the commits (steady) that found no room in the log and waited for the page
-    /// cleaner to free it instead of writing pages themselves ([`Durability::wait_for_room`]);
-    /// their time is in `admission_delay_us` too.
-    pub room_waits: AtomicU64,
-    pub room_wait_us: AtomicU64,
-    pub commits: AtomicU64,
-    pub sync_flush_waits: AtomicU64,
-    pub sync_flush_wait_us: AtomicU64,
-    /// Waits for log space below the sync point (reservations of transactions in flight).
-    pub log_space_waits: AtomicU64,
-    pub log_space_wait_us: AtomicU64,
-    pub async_point_seconds: AtomicU64,
+crate::counter::counter_group! {
+    /// Who wrote pages back, and what commits waited for it.
+    pub struct FlushCounters => FlushCounts {
+        /// Pages written from the flush lists by the page cleaner (the policy's plan).
+        pages_flushed_background: "pages",
+        /// Pages written from the LRU tails by the page cleaner.
+        pages_flushed_lru: "pages",
+        /// Pages written by committing threads past the sync point (checkpoint age).
+        pages_flushed_sync: "pages",
+        /// Pages written by committing threads that found the log's free space promised to
+        /// transactions in flight (reservations), below the sync point.
+        pages_flushed_log_space: "pages",
+        /// Pages written by committing threads past max_dirty_pages_pct.
+        pages_flushed_max_dirty: "pages",
+        /// Commits that flushed pages themselves past max_dirty_pages_pct.
+        max_dirty_waits: "waits",
+        /// Time commits spent flushing past max_dirty_pages_pct.
+        max_dirty_wait_us: "us",
+        /// Commit admission delays served (steady).
+        admission_delays: "delays",
+        /// Time commits spent in admission delays (room waits included).
+        admission_delay_us: "us",
+        /// Commits (steady) that found no room in the log and waited for the page cleaner to
+        /// free it instead of writing pages themselves; their time is in admission_delay_us too.
+        room_waits: "waits",
+        /// Time commits spent waiting for the page cleaner to free log room.
+        room_wait_us: "us",
+        /// Commits that wrote redo (commits of an empty write set are not counted here).
+        commits_logged: "commits",
+        /// Commits that flushed pages themselves past the sync point.
+        sync_flush_waits: "waits",
+        /// Time commits spent flushing past the sync point.
+        sync_flush_wait_us: "us",
+        /// Waits for log space below the sync point (reservations of transactions in flight).
+        log_space_waits: "waits",
+        /// Time spent waiting for log space below the sync point.
+        log_space_wait_us: "us",
+    }
 }
 
 pub struct Durability {

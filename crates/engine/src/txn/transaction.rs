@@ -406,7 +406,7 @@ impl Transaction {
             .flush_for_commit_with(range.end, durability.flush_at_commit())
             .inspect_err(|e| dur.poison(e))?;
         db.counters.commits.fetch_add(1, Ordering::Relaxed);
-        dur.counters.commits.fetch_add(1, Ordering::Relaxed);
+        dur.counters.commits_logged.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
 

@@ -57,16 +57,16 @@ fn max_dirty_pages_pct_is_enforced_by_committing_threads() {
     }
     let st = db.status();
     assert!(
-        st.pages_flushed_max_dirty > 0,
+        st.flush.pages_flushed_max_dirty > 0,
         "foreground flushing never ran"
     );
-    assert!(st.max_dirty_waits > 0);
+    assert!(st.flush.max_dirty_waits > 0);
     // turning the check off lets dirty pages grow past the limit (what InnoDB users complain of: the limit not respected)
     db.set_option("check_max_dirty_foreground", "off").unwrap();
     db.set_option("max_dirty_pages_pct", "99").unwrap();
-    let before = db.status().pages_flushed_max_dirty;
+    let before = db.status().flush.pages_flushed_max_dirty;
     load(&db, 3_000, 300);
-    assert_eq!(db.status().pages_flushed_max_dirty, before);
+    assert_eq!(db.status().flush.pages_flushed_max_dirty, before);
 }
 
 #[test]
@@ -123,7 +123,7 @@ fn flush_neighbors_writes_adjacent_dirty_pages() {
     // with io_capacity 100 the policy asks for ~10 pages/s (fixed below max dirty);
     // neighbours make batches larger than that
     wait_for(
-        || db.status().pages_flushed_background > st0.pages_flushed_background,
+        || db.status().flush.pages_flushed_background > st0.flush.pages_flushed_background,
         "background flushing",
     );
     let st = db.status();
@@ -263,27 +263,27 @@ fn fill_small_log(policy: &str) -> evenkeel::Status {
 #[test]
 fn steady_commits_wait_for_the_cleaner_where_classic_ones_flush() {
     let classic = fill_small_log("fixed");
-    assert_eq!(classic.room_waits, 0, "room waits are steady's alone");
-    let classic_flushes = classic.sync_flush_waits + classic.log_space_waits;
+    assert_eq!(classic.flush.room_waits, 0, "room waits are steady's alone");
+    let classic_flushes = classic.flush.sync_flush_waits + classic.flush.log_space_waits;
     assert!(
         classic_flushes > 0,
         "the workload must run the log full: fixed's committing threads never flushed for room"
     );
     let steady = fill_small_log("steady");
-    let steady_flushes = steady.sync_flush_waits + steady.log_space_waits;
+    let steady_flushes = steady.flush.sync_flush_waits + steady.flush.log_space_waits;
     assert!(
-        steady.room_waits > 0,
+        steady.flush.room_waits > 0,
         "steady's commits never waited for room (flushed themselves {steady_flushes} times)"
     );
     // A room wait that lasts past its limit ends in a flush (counted in both): most must not.
     assert!(
-        steady_flushes * 2 < steady.room_waits,
+        steady_flushes * 2 < steady.flush.room_waits,
         "steady: {} room waits, {steady_flushes} of them ended by flushing for room",
-        steady.room_waits
+        steady.flush.room_waits
     );
-    assert!(steady.room_wait_us <= steady.admission_delay_total_us);
+    assert!(steady.flush.room_wait_us <= steady.flush.admission_delay_us);
     eprintln!(
         "fixed: {classic_flushes} waits flushing for room; steady: {} room waits, {steady_flushes} flushing",
-        steady.room_waits
+        steady.flush.room_waits
     );
 }

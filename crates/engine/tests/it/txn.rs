@@ -134,7 +134,7 @@ fn rollback_discards_writes_and_locks() {
         txn.put(&t, b"y", b"1").unwrap();
     }
     assert_eq!(db.status().locks.memory_used_bytes, 0);
-    assert_eq!(db.status().rollbacks, 1);
+    assert_eq!(db.status().txns.rollbacks, 1);
 }
 
 /// A 512 KiB log wraps dozens of times; the checkpoint keeps up and nothing stalls forever.
@@ -204,7 +204,7 @@ fn durable_commit_not_yet_applied_is_reapplied() {
             let crasher = s.spawn(move || {
                 // crash once the big transaction is part-way applied
                 let target = 20 + attempt * 7;
-                while db3.status().rows_written < target {
+                while db3.status().txns.rows_written < target {
                     std::thread::yield_now();
                 }
                 sim3.crash_with(CrashMode::DropUnsynced);
