@@ -19,6 +19,8 @@ pub mod codec;
 pub mod driver;
 pub mod error;
 pub mod insert;
+#[cfg(feature = "evenkeel")]
+pub mod matrix;
 pub mod metrics;
 pub mod recorder;
 pub mod report;

@@ -21,6 +21,17 @@ pub fn run_sweep(cmd: &SweepCommand) -> CmdResult {
     evenkeel_bench::run_sweep(cmd).map(|_| ()).map_err(failure)
 }
 
+/// `evenkeel matrix`: runs the grid, then prints its table and where it is written.
+pub fn run_matrix(a: &evenkeel_bench::matrix::MatrixArgs) -> CmdResult {
+    let out = evenkeel_bench::matrix::run_matrix(a).map_err(failure)?;
+    print!(
+        "{}",
+        evenkeel_bench::matrix::render_text(&out.policies, &out.cells)
+    );
+    println!("matrix: {}", out.out_dir.join("matrix.txt").display());
+    Ok(())
+}
+
 /// TPC-C consistency conditions (clause 3.3.2) on a database the workbench loaded, read
 /// through the `engine`'s driver.
 pub fn check_tpcc(

@@ -139,6 +139,19 @@ enum Command {
     )]
     Sweep(evenkeel_bench::SweepCommand),
 
+    /// Every flush policy over a grid of setups, back to back per cell: how level each ran
+    #[command(
+        long_about = "Run every flush policy (--policies) over a fixed grid of IO-bound \
+        setups: the redo log at 1/16 and 1/2 of the buffer pool, 64 clients on 2 cores, a pool \
+        that holds the data, for TPC-C and the insert benchmark's l.i1. Each cell loads once \
+        and runs the policies back to back on fresh copies of its data. Prints, and writes to \
+        matrix.txt, the per-second throughput's p1/mean after detrending per cell and policy, \
+        with whether steady is at least the best classic policy and at least 0.9 in each cell; \
+        matrix.json holds every run's figures and each cell's sweep command. At the default \
+        30 s per run the grid takes under an hour on 2 cores."
+    )]
+    Matrix(evenkeel_bench::matrix::MatrixArgs),
+
     /// Kill -9 a workload at random moments, recover, verify every acknowledged commit, repeat
     #[command(
         long_about = "Kill -9 a workload at random moments, recover, verify, repeat.\n\n\
@@ -187,6 +200,7 @@ fn dir_args(c: &Command) -> Vec<&Path> {
         Command::Bench(BenchCommand::Kv(a)) => a.dir.iter().map(|p| p.as_path()).collect(),
         Command::Torture(a) => a.dir.iter().map(|p| p.as_path()).collect(),
         Command::Soak(a) => a.dir.iter().chain(&a.out).map(|p| p.as_path()).collect(),
+        Command::Matrix(a) => a.dir.iter().chain(&a.out).map(|p| p.as_path()).collect(),
         Command::Options(_) | Command::TortureChild(_) => Vec::new(),
     }
 }
@@ -221,6 +235,7 @@ fn main() -> ExitCode {
         Command::Options(a) => knobs::run(a),
         Command::Bench(c) => bench::run_bench(c),
         Command::Sweep(c) => bench::run_sweep(c),
+        Command::Matrix(a) => bench::run_matrix(a),
         Command::Torture(a) => torture::run(a),
         Command::TortureChild(a) => torture::run_child(a),
         Command::Soak(a) => soak::run(a),

@@ -36,6 +36,26 @@ impl fmt::Display for Lsn {
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
 pub struct FrameId(pub u32);
 
+impl FrameId {
+    /// The frame's position in the pool's frame array.
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+
+    /// The frame's position counted from `base` (a buffer-pool instance's first frame), for
+    /// indexing that instance's per-frame arrays. `self` must not be below `base`.
+    pub fn offset_from(self, base: FrameId) -> usize {
+        debug_assert!(self >= base, "frame {self} below base {base}");
+        (self.0 - base.0) as usize
+    }
+}
+
+impl fmt::Display for FrameId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
 /// Identifier of a transaction; unique for the life of an open database.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
 pub struct TxnId(pub u64);

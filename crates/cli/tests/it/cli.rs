@@ -586,8 +586,8 @@ fn every_command_has_help_and_only_working_commands_are_listed() {
     assert_eq!(
         listed,
         [
-            "load", "dump", "check", "recover", "status", "options", "bench", "sweep", "torture",
-            "soak", "help"
+            "load", "dump", "check", "recover", "status", "options", "bench", "sweep", "matrix",
+            "torture", "soak", "help"
         ]
     );
     for cmd in [
@@ -600,6 +600,7 @@ fn every_command_has_help_and_only_working_commands_are_listed() {
         "help-options",
         "bench",
         "sweep",
+        "matrix",
         "torture",
         "soak",
     ] {
@@ -699,4 +700,72 @@ fn an_existing_database_is_validated_with_its_own_page_size() {
     expect_code(&other, 0);
     assert!(text(&other.stderr).contains("existing database has page_size 4096"));
     assert_eq!(text(&other.stdout), "a\t1\nb\t2\n");
+}
+
+/// `evenkeel matrix --quick` on two cells (one TPC-C, one insert) and two policies: every
+/// (cell, policy) gets figures from a real run, the table carries steady's verdict, and
+/// matrix.json names each cell's sweep command.
+#[test]
+fn matrix_runs_each_policy_in_each_cell_and_tables_them() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let data = tmp.path().join("data");
+    let out = tmp.path().join("out");
+    let args = [
+        "matrix",
+        "--quick",
+        "--cells",
+        "tpcc-log-1/16,insert-log-1/16",
+        "--policies",
+        "innodb80,steady",
+        "--seconds",
+        "3",
+        "--warmup",
+        "1",
+        "--dir",
+        dir_arg(&data),
+        "--out",
+        dir_arg(&out),
+    ];
+    let o = run(&args, b"");
+    expect_code(&o, 0);
+    let table = std::fs::read_to_string(out.join("matrix.txt")).expect("matrix.txt");
+    assert!(text(&o.stdout).ends_with(&format!(
+        "{table}matrix: {}\n",
+        out.join("matrix.txt").display()
+    )));
+    for needle in [
+        "tpcc-log-1/16",
+        "insert-log-1/16",
+        "innodb80",
+        "steady",
+        "evenkeel sweep tpcc",
+    ] {
+        assert!(table.contains(needle), "{needle}:\n{table}");
+    }
+    let first = table.lines().nth(2).expect("a cell row");
+    assert!(
+        first.ends_with("ok") || first.contains("below"),
+        "the row carries steady's verdict: {first}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("matrix.json")).expect("json"))
+            .expect("parse");
+    let cells = json["cells"].as_array().expect("cells");
+    assert_eq!(cells.len(), 2);
+    for c in cells {
+        let runs = c["runs"].as_array().expect("runs");
+        assert_eq!(runs.len(), 2, "{c}");
+        for r in runs {
+            assert!(r["mean"].as_f64().is_some_and(|m| m > 0.0), "{r}");
+            assert!(r["seconds"].as_u64().is_some_and(|s| s >= 2), "{r}");
+        }
+    }
+    // A bad cell is refused with the grid's names, before anything loads.
+    let bad = run(&["matrix", "--cells", "nope", "--dir", dir_arg(&data)], b"");
+    expect_code(&bad, 2);
+    assert!(
+        text(&bad.stderr).contains("tpcc-log-1/16"),
+        "{}",
+        text(&bad.stderr)
+    );
 }

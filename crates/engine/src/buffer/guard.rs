@@ -5,14 +5,14 @@
 //! never latched and the evicting thread's latch attempt cannot block.
 
 use super::{BufferPool, FrameData};
-use crate::types::{Lsn, PageId};
+use crate::types::{FrameId, Lsn, PageId};
 use parking_lot::{RwLockReadGuard, RwLockWriteGuard};
 use std::ops::{Deref, DerefMut};
 
 /// A page latched shared.
 pub struct PageRead<'a> {
     pub(super) pool: &'a BufferPool,
-    pub(super) fid: u32,
+    pub(super) fid: FrameId,
     pub(super) g: Option<RwLockReadGuard<'a, FrameData>>,
 }
 
@@ -43,7 +43,7 @@ impl Drop for PageRead<'_> {
 /// mini-transaction that made them, which also puts the page on its flush list.
 pub struct PageWrite<'a> {
     pub(super) pool: &'a BufferPool,
-    pub(super) fid: u32,
+    pub(super) fid: FrameId,
     pub(super) g: Option<RwLockWriteGuard<'a, FrameData>>,
     pub(super) modified: bool,
 }

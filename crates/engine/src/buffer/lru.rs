@@ -7,9 +7,12 @@
 //! it has drifted into the older quarter of the young sublist, to avoid churning the list on
 //! every hit (InnoDB's buf_page_peek_if_too_old).
 //!
-//! Indexes are frame indexes local to the instance; the caller holds the instance mutex.
+//! Entries are the instance's frames, from `base` on; the caller holds the instance mutex.
 
-const NIL: u32 = u32::MAX;
+use crate::types::FrameId;
+
+/// The "no frame" end of a list.
+const NIL: FrameId = FrameId(u32::MAX);
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Which {
@@ -18,10 +21,10 @@ enum Which {
     Old,
 }
 
-#[derive(Default, Clone, Copy)]
+#[derive(Clone, Copy)]
 struct List {
-    head: u32,
-    tail: u32,
+    head: FrameId,
+    tail: FrameId,
     len: usize,
 }
 
@@ -45,10 +48,12 @@ pub enum Touch {
 }
 
 pub struct Lru {
+    /// The instance's first frame: the per-frame arrays below are indexed from it.
+    base: FrameId,
     young: List,
     old: List,
-    prev: Vec<u32>,
-    next: Vec<u32>,
+    prev: Vec<FrameId>,
+    next: Vec<FrameId>,
     which: Vec<Which>,
     first_access_ms: Vec<u64>,
     young_seq: Vec<u64>,
@@ -58,8 +63,10 @@ pub struct Lru {
 }
 
 impl Lru {
-    pub fn new(nframes: usize, old_pct: usize, old_time_ms: u64) -> Self {
+    /// An empty list over the `nframes` frames from `base` on.
+    pub fn new(base: FrameId, nframes: usize, old_pct: usize, old_time_ms: u64) -> Self {
         Lru {
+            base,
             young: List::new(),
             old: List::new(),
             prev: vec![NIL; nframes],
@@ -82,8 +89,13 @@ impl Lru {
         self.old.len
     }
 
-    pub fn contains(&self, i: u32) -> bool {
-        self.which[i as usize] != Which::None
+    /// Where frame `i`'s entries are in the per-frame arrays.
+    fn at(&self, i: FrameId) -> usize {
+        i.offset_from(self.base)
+    }
+
+    pub fn contains(&self, i: FrameId) -> bool {
+        self.which[self.at(i)] != Which::None
     }
 
     fn list(&mut self, w: Which) -> &mut List {
@@ -94,31 +106,36 @@ impl Lru {
         }
     }
 
-    fn unlink(&mut self, i: u32) {
-        let w = self.which[i as usize];
-        let (p, n) = (self.prev[i as usize], self.next[i as usize]);
+    fn unlink(&mut self, i: FrameId) {
+        let x = self.at(i);
+        let w = self.which[x];
+        let (p, n) = (self.prev[x], self.next[x]);
         if p != NIL {
-            self.next[p as usize] = n;
+            let px = self.at(p);
+            self.next[px] = n;
         } else {
             self.list(w).head = n;
         }
         if n != NIL {
-            self.prev[n as usize] = p;
+            let nx = self.at(n);
+            self.prev[nx] = p;
         } else {
             self.list(w).tail = p;
         }
         self.list(w).len -= 1;
-        self.which[i as usize] = Which::None;
-        self.prev[i as usize] = NIL;
-        self.next[i as usize] = NIL;
+        self.which[x] = Which::None;
+        self.prev[x] = NIL;
+        self.next[x] = NIL;
     }
 
-    fn push_front(&mut self, w: Which, i: u32) {
+    fn push_front(&mut self, w: Which, i: FrameId) {
+        let x = self.at(i);
         let head = self.list(w).head;
-        self.prev[i as usize] = NIL;
-        self.next[i as usize] = head;
+        self.prev[x] = NIL;
+        self.next[x] = head;
         if head != NIL {
-            self.prev[head as usize] = i;
+            let hx = self.at(head);
+            self.prev[hx] = i;
         }
         let l = self.list(w);
         l.head = i;
@@ -126,19 +143,21 @@ impl Lru {
             l.tail = i;
         }
         l.len += 1;
-        self.which[i as usize] = w;
+        self.which[x] = w;
         if w == Which::Young {
             self.seq += 1;
-            self.young_seq[i as usize] = self.seq;
+            self.young_seq[x] = self.seq;
         }
     }
 
-    fn push_back(&mut self, w: Which, i: u32) {
+    fn push_back(&mut self, w: Which, i: FrameId) {
+        let x = self.at(i);
         let tail = self.list(w).tail;
-        self.next[i as usize] = NIL;
-        self.prev[i as usize] = tail;
+        self.next[x] = NIL;
+        self.prev[x] = tail;
         if tail != NIL {
-            self.next[tail as usize] = i;
+            let tx = self.at(tail);
+            self.next[tx] = i;
         }
         let l = self.list(w);
         l.tail = i;
@@ -146,7 +165,7 @@ impl Lru {
             l.head = i;
         }
         l.len += 1;
-        self.which[i as usize] = w;
+        self.which[x] = w;
     }
 
     /// Keeps the old sublist at old_pct of the list by moving pages across the midpoint.
@@ -165,18 +184,20 @@ impl Lru {
     }
 
     /// A page just read from disk: insert at the midpoint.
-    pub fn insert_new(&mut self, i: u32, now_ms: u64) {
+    pub fn insert_new(&mut self, i: FrameId, now_ms: u64) {
         debug_assert!(!self.contains(i));
-        self.first_access_ms[i as usize] = now_ms;
+        let x = self.at(i);
+        self.first_access_ms[x] = now_ms;
         self.push_front(Which::Old, i);
         self.rebalance();
     }
 
     /// A page found in the pool was accessed again.
-    pub fn touch(&mut self, i: u32, now_ms: u64) -> Touch {
-        match self.which[i as usize] {
+    pub fn touch(&mut self, i: FrameId, now_ms: u64) -> Touch {
+        let x = self.at(i);
+        match self.which[x] {
             Which::Old => {
-                if now_ms.saturating_sub(self.first_access_ms[i as usize]) >= self.old_time_ms {
+                if now_ms.saturating_sub(self.first_access_ms[x]) >= self.old_time_ms {
                     self.unlink(i);
                     self.push_front(Which::Young, i);
                     self.rebalance();
@@ -186,7 +207,7 @@ impl Lru {
                 }
             }
             Which::Young => {
-                if self.young_seq[i as usize] + (self.young.len as u64 / 4) < self.seq {
+                if self.young_seq[x] + (self.young.len as u64 / 4) < self.seq {
                     self.unlink(i);
                     self.push_front(Which::Young, i);
                     Touch::MadeYoung
@@ -198,7 +219,7 @@ impl Lru {
         }
     }
 
-    pub fn remove(&mut self, i: u32) {
+    pub fn remove(&mut self, i: FrameId) {
         if self.contains(i) {
             self.unlink(i);
             self.rebalance();
@@ -206,7 +227,7 @@ impl Lru {
     }
 
     /// Frames from the cold end: old tail first, then young tail, up to `depth`.
-    pub fn tail_iter(&self, depth: usize) -> impl Iterator<Item = u32> + '_ {
+    pub fn tail_iter(&self, depth: usize) -> impl Iterator<Item = FrameId> + '_ {
         let mut cur = if self.old.tail != NIL {
             self.old.tail
         } else {
@@ -217,8 +238,9 @@ impl Lru {
                 return None;
             }
             let i = cur;
-            cur = self.prev[i as usize];
-            if cur == NIL && self.which[i as usize] == Which::Old {
+            let x = self.at(i);
+            cur = self.prev[x];
+            if cur == NIL && self.which[x] == Which::Old {
                 cur = self.young.tail;
             }
             Some(i)
@@ -233,39 +255,40 @@ mod tests {
 
     #[test]
     fn midpoint_insertion_and_scan_resistance() {
-        let mut lru = Lru::new(100, 37, 1000);
+        let mut lru = Lru::new(FrameId(0), 100, 37, 1000);
         for i in 0..100 {
-            lru.insert_new(i, 0);
+            lru.insert_new(FrameId(i), 0);
         }
         assert_eq!(lru.len(), 100);
         let old = lru.old_len();
         assert!((36..=38).contains(&old), "old sublist {old}");
         // touched too soon: stays old
-        assert_eq!(lru.touch(99, 10), Touch::NotYoung);
+        assert_eq!(lru.touch(FrameId(99), 10), Touch::NotYoung);
         // touched after old_blocks_time: made young, no longer near the tail
-        assert_eq!(lru.touch(99, 2000), Touch::MadeYoung);
-        let tail: Vec<u32> = lru.tail_iter(100).collect();
+        assert_eq!(lru.touch(FrameId(99), 2000), Touch::MadeYoung);
+        let tail: Vec<FrameId> = lru.tail_iter(100).collect();
         assert_eq!(tail.len(), 100);
-        assert_eq!(*tail.last().unwrap_or(&NIL), 99);
+        assert_eq!(*tail.last().unwrap_or(&NIL), FrameId(99));
         // the first pages inserted are the coldest
-        assert_eq!(tail[0], 0);
+        assert_eq!(tail[0], FrameId(0));
         let mut sorted = tail.clone();
         sorted.sort();
-        assert_eq!(sorted, (0..100).collect::<Vec<_>>());
+        assert_eq!(sorted, (0..100).map(FrameId).collect::<Vec<_>>());
     }
 
     #[test]
     fn remove_keeps_lists_consistent() {
-        let mut lru = Lru::new(10, 50, 0);
-        for i in 0..10 {
-            lru.insert_new(i, 0);
+        // frames 20..30: an instance that does not start at frame 0
+        let mut lru = Lru::new(FrameId(20), 10, 50, 0);
+        for i in 20..30 {
+            lru.insert_new(FrameId(i), 0);
         }
-        for i in (0..10).step_by(2) {
-            lru.remove(i);
+        for i in (20..30).step_by(2) {
+            lru.remove(FrameId(i));
         }
-        let mut rest: Vec<u32> = lru.tail_iter(10).collect();
+        let mut rest: Vec<FrameId> = lru.tail_iter(10).collect();
         rest.sort();
-        assert_eq!(rest, vec![1, 3, 5, 7, 9]);
+        assert_eq!(rest, [21, 23, 25, 27, 29].map(FrameId));
         assert!(lru.old_len() <= 3);
     }
 }

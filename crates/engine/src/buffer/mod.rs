@@ -24,7 +24,7 @@ pub use guard::{PageRead, PageWrite};
 use crate::error::{Error, Health, Result};
 use crate::io::{AlignedBuf, File};
 use crate::page;
-use crate::types::{Lsn, PageId};
+use crate::types::{FrameId, Lsn, PageId};
 use lru::{Lru, Touch};
 use parking_lot::{Mutex, RwLock};
 use std::collections::{BTreeSet, HashMap};
@@ -64,34 +64,60 @@ struct Frame {
 #[derive(Clone, Copy)]
 struct Meta {
     page: PageId,
-    /// 0 when clean (B2).
-    oldest_lsn: u64,
+    /// Lsn(0) when clean (B2).
+    oldest_lsn: Lsn,
     /// The page LSN at the last stamp: a write-back marks the frame clean only if the image it
     /// wrote carried this LSN (nothing changed while it was being written).
-    newest_lsn: u64,
+    newest_lsn: Lsn,
     /// A write-back of this frame is in flight (InnoDB's io_fix). B5: at most one write of a
     /// page is in flight, so an older image can never land after a newer one.
     io_busy: bool,
     /// While `io_busy`: the start LSN of the first change made after the image being written
-    /// was copied (0: none). When the write completes, the page is still dirty, but only from
-    /// this LSN on, so it moves to this place in the flush list.
-    redirty_lsn: u64,
+    /// was copied (Lsn(0): none). When the write completes, the page is still dirty, but only
+    /// from this LSN on, so it moves to this place in the flush list.
+    redirty_lsn: Lsn,
     /// Read by read-ahead and not accessed since.
     ra: bool,
 }
 
 struct InstState {
-    page_table: HashMap<PageId, u32>,
-    free: Vec<u32>,
+    /// The instance's first frame: `meta` is indexed from it.
+    base: FrameId,
+    page_table: HashMap<PageId, FrameId>,
+    free: Vec<FrameId>,
     lru: Lru,
-    flush_list: BTreeSet<(u64, u32)>,
+    flush_list: BTreeSet<(Lsn, FrameId)>,
     /// Sum of oldest_modification over the flush list (for the mean dirty age, in O(1)).
     oldest_sum: u128,
     meta: Vec<Meta>,
 }
 
+impl InstState {
+    fn meta(&self, fid: FrameId) -> &Meta {
+        &self.meta[fid.offset_from(self.base)]
+    }
+
+    fn meta_mut(&mut self, fid: FrameId) -> &mut Meta {
+        let i = fid.offset_from(self.base);
+        &mut self.meta[i]
+    }
+}
+
+impl Meta {
+    /// A frame holding `page`, clean and not being written.
+    fn clean(page: PageId) -> Self {
+        Meta {
+            page,
+            oldest_lsn: Lsn(0),
+            newest_lsn: Lsn(0),
+            io_busy: false,
+            redirty_lsn: Lsn(0),
+            ra: false,
+        }
+    }
+}
+
 struct Instance {
-    base: u32,
     state: Mutex<InstState>,
 }
 
@@ -181,7 +207,7 @@ impl PageSink for DirectSink {
 /// `io_busy` until this is written or dropped.
 pub struct PreparedBatch<'a> {
     pool: &'a BufferPool,
-    imgs: Vec<(PageId, u32, u64, AlignedBuf)>,
+    imgs: Vec<(PageId, FrameId, Lsn, AlignedBuf)>,
 }
 
 impl PreparedBatch<'_> {
@@ -288,26 +314,25 @@ impl BufferPool {
             })
             .collect();
         let instances = (0..cfg.instances)
-            .map(|k| Instance {
-                base: (k * per_instance) as u32,
-                state: Mutex::new(InstState {
-                    page_table: HashMap::with_capacity(per_instance),
-                    free: (0..per_instance as u32).rev().collect(),
-                    lru: Lru::new(per_instance, cfg.old_blocks_pct, cfg.old_blocks_time_ms),
-                    flush_list: BTreeSet::new(),
-                    oldest_sum: 0,
-                    meta: vec![
-                        Meta {
-                            page: PageId::NONE,
-                            oldest_lsn: 0,
-                            newest_lsn: 0,
-                            io_busy: false,
-                            redirty_lsn: 0,
-                            ra: false,
-                        };
-                        per_instance
-                    ],
-                }),
+            .map(|k| {
+                let base = (k * per_instance) as u32;
+                let frames = base..base + per_instance as u32;
+                Instance {
+                    state: Mutex::new(InstState {
+                        base: FrameId(base),
+                        page_table: HashMap::with_capacity(per_instance),
+                        free: frames.rev().map(FrameId).collect(),
+                        lru: Lru::new(
+                            FrameId(base),
+                            per_instance,
+                            cfg.old_blocks_pct,
+                            cfg.old_blocks_time_ms,
+                        ),
+                        flush_list: BTreeSet::new(),
+                        oldest_sum: 0,
+                        meta: vec![Meta::clean(PageId::NONE); per_instance],
+                    }),
+                }
             })
             .collect();
         Ok(BufferPool {
@@ -347,39 +372,38 @@ impl BufferPool {
         (h % self.instances.len() as u64) as usize
     }
 
-    fn split_fid(&self, fid: u32) -> (usize, u32) {
-        ((fid / self.per_instance) as usize, fid % self.per_instance)
+    /// The instance frame `fid` belongs to.
+    fn instance_of_frame(&self, fid: FrameId) -> usize {
+        (fid.0 / self.per_instance) as usize
     }
 
     fn now_ms(&self) -> u64 {
         self.epoch.elapsed().as_millis() as u64
     }
 
-    fn unpin(&self, fid: u32) {
-        let prev = self.frames[fid as usize]
-            .pin
-            .fetch_sub(1, Ordering::Release);
+    fn unpin(&self, fid: FrameId) {
+        let prev = self.frames[fid.index()].pin.fetch_sub(1, Ordering::Release);
         debug_assert!(prev > 0, "unpin of unpinned frame {fid}");
     }
 
-    fn note_dirty(&self, fid: u32, start: Lsn, end: Lsn) {
-        let (k, local) = self.split_fid(fid);
+    fn note_dirty(&self, fid: FrameId, start: Lsn, end: Lsn) {
+        let k = self.instance_of_frame(fid);
         let mut st = self.instances[k].state.lock();
-        let m = &mut st.meta[local as usize];
-        m.newest_lsn = end.0;
-        if m.oldest_lsn != 0 && m.io_busy && m.redirty_lsn == 0 {
+        let m = st.meta_mut(fid);
+        m.newest_lsn = end;
+        if m.oldest_lsn != Lsn(0) && m.io_busy && m.redirty_lsn == Lsn(0) {
             // The first change while a write of the page is in flight. The caller holds the
             // page's exclusive latch and the image was copied under a shared one, so if the
             // copy was taken this change is not in it; if not yet, recording it is merely
             // early. Later changes come after it: the latch orders a page's stamps.
-            m.redirty_lsn = start.0.max(1);
+            m.redirty_lsn = start.max(Lsn(1));
         }
-        if m.oldest_lsn == 0 {
+        if m.oldest_lsn == Lsn(0) {
             self.counters.pages_dirtied.fetch_add(1, Ordering::Relaxed);
-            m.oldest_lsn = start.0.max(1);
-            let key = (m.oldest_lsn, fid);
-            st.flush_list.insert(key);
-            st.oldest_sum += key.0 as u128;
+            let oldest = start.max(Lsn(1));
+            m.oldest_lsn = oldest;
+            st.flush_list.insert((oldest, fid));
+            st.oldest_sum += oldest.0 as u128;
         }
     }
 
@@ -415,13 +439,10 @@ impl BufferPool {
         let inst = &self.instances[k];
         loop {
             let mut st = inst.state.lock();
-            if let Some(&local) = st.page_table.get(&pid) {
-                let fid = inst.base + local;
-                self.frames[fid as usize]
-                    .pin
-                    .fetch_add(1, Ordering::Acquire);
+            if let Some(&fid) = st.page_table.get(&pid) {
+                self.frames[fid.index()].pin.fetch_add(1, Ordering::Acquire);
                 self.counters.hits.fetch_add(1, Ordering::Relaxed);
-                match st.lru.touch(local, self.now_ms()) {
+                match st.lru.touch(fid, self.now_ms()) {
                     Touch::MadeYoung => {
                         self.counters.made_young.fetch_add(1, Ordering::Relaxed);
                     }
@@ -430,7 +451,7 @@ impl BufferPool {
                     }
                     Touch::AlreadyYoung => {}
                 }
-                let m = &mut st.meta[local as usize];
+                let m = st.meta_mut(fid);
                 if matches!(mode, Mode::Prefetch) {
                     drop(st);
                     self.unpin(fid);
@@ -441,7 +462,7 @@ impl BufferPool {
                 if pid.0 % EXTENT_PAGES == EXTENT_PAGES - 1 {
                     self.maybe_read_ahead(pid, false);
                 }
-                let frame = &self.frames[fid as usize];
+                let frame = &self.frames[fid.index()];
                 let latched = match mode {
                     Mode::Read => {
                         let g = frame.latch.read();
@@ -479,32 +500,27 @@ impl BufferPool {
                 return Ok(latched);
             }
             // Miss: find a frame, install the page, read it outside the mutex.
-            let local = match self.take_free_frame(k, st)? {
-                Some(local) => local,
+            let fid = match self.take_free_frame(k, st)? {
+                Some(fid) => fid,
                 None => continue, // the mutex was released: re-check the page table
             };
             let mut st = inst.state.lock();
             if st.page_table.contains_key(&pid) {
-                st.free.push(local);
+                st.free.push(fid);
                 continue;
             }
-            let fid = inst.base + local;
-            let frame = &self.frames[fid as usize];
+            let frame = &self.frames[fid.index()];
             let Some(mut g) = frame.latch.try_write() else {
                 unreachable!("free frame {fid} is latched (B1 broken)");
             };
             frame.pin.fetch_add(1, Ordering::Acquire);
-            st.page_table.insert(pid, local);
-            st.meta[local as usize] = Meta {
-                page: pid,
-                oldest_lsn: 0,
-                newest_lsn: 0,
-                io_busy: false,
-                redirty_lsn: 0,
+            st.page_table.insert(pid, fid);
+            *st.meta_mut(fid) = Meta {
                 ra: matches!(mode, Mode::Prefetch),
+                ..Meta::clean(pid)
             };
             let now = self.now_ms();
-            st.lru.insert_new(local, now);
+            st.lru.insert_new(fid, now);
             drop(st);
             g.page = pid;
             if matches!(mode, Mode::Create) {
@@ -516,9 +532,9 @@ impl BufferPool {
                 g.page = PageId::NONE;
                 let mut st = inst.state.lock();
                 st.page_table.remove(&pid);
-                st.lru.remove(local);
-                st.meta[local as usize].page = PageId::NONE;
-                st.free.push(local);
+                st.lru.remove(fid);
+                st.meta_mut(fid).page = PageId::NONE;
+                st.free.push(fid);
                 drop(st);
                 drop(g);
                 self.unpin(fid);
@@ -575,56 +591,55 @@ impl BufferPool {
         &'a self,
         k: usize,
         mut st: parking_lot::MutexGuard<'a, InstState>,
-    ) -> Result<Option<u32>> {
+    ) -> Result<Option<FrameId>> {
         let inst = &self.instances[k];
         let mut waited: Option<Instant> = None;
         let mut tries = 0u32;
         loop {
-            if let Some(local) = st.free.pop() {
+            if let Some(fid) = st.free.pop() {
                 if let Some(t) = waited {
                     self.counters
                         .free_frame_wait_us
                         .fetch_add(t.elapsed().as_micros() as u64, Ordering::Relaxed);
                 }
-                return Ok(Some(local));
+                return Ok(Some(fid));
             }
-            let mut dirty_victims: Vec<u32> = Vec::new();
+            let mut dirty_victims: Vec<FrameId> = Vec::new();
             let mut clean_victim = None;
             // InnoDB's single-page flush scans only the tail; scanning the whole list under the
             // mutex made every miss O(pool) and evicted hot internal pages under puts.
             let depth = self.victim_scan_depth.load(Ordering::Relaxed) as usize;
-            for local in st.lru.tail_iter(depth) {
-                let fid = inst.base + local;
-                if self.frames[fid as usize].pin.load(Ordering::Acquire) != 0 {
+            for fid in st.lru.tail_iter(depth) {
+                if self.frames[fid.index()].pin.load(Ordering::Acquire) != 0 {
                     continue;
                 }
-                let m = &st.meta[local as usize];
-                if m.oldest_lsn == 0 {
-                    clean_victim = Some(local);
+                let m = st.meta(fid);
+                if m.oldest_lsn == Lsn(0) {
+                    clean_victim = Some(fid);
                     break;
                 }
                 // a page being written right now is clean in a moment: do not write it again
                 if dirty_victims.len() < FOREGROUND_FLUSH_BATCH && !m.io_busy {
-                    dirty_victims.push(inst.base + local);
+                    dirty_victims.push(fid);
                 }
             }
-            if let Some(local) = clean_victim {
+            if let Some(fid) = clean_victim {
                 if let Some(t) = waited {
                     self.counters
                         .free_frame_wait_us
                         .fetch_add(t.elapsed().as_micros() as u64, Ordering::Relaxed);
                 }
-                let pid = st.meta[local as usize].page;
-                if st.meta[local as usize].ra {
+                let pid = st.meta(fid).page;
+                if st.meta(fid).ra {
                     self.counters
                         .read_ahead_evicted_unused
                         .fetch_add(1, Ordering::Relaxed);
                 }
                 st.page_table.remove(&pid);
-                st.lru.remove(local);
-                st.meta[local as usize].page = PageId::NONE;
+                st.lru.remove(fid);
+                st.meta_mut(fid).page = PageId::NONE;
                 self.counters.evictions.fetch_add(1, Ordering::Relaxed);
-                return Ok(Some(local));
+                return Ok(Some(fid));
             }
             if waited.is_none() {
                 waited = Some(Instant::now());

@@ -38,7 +38,7 @@ fn pool_on(storage: &dyn Storage, wal: Option<Arc<Log>>, frames: u64) -> BufferP
 }
 
 /// Dirties `pids` (each formatted as a free page and stamped); returns their frames.
-fn dirty(p: &BufferPool, pids: &[u32]) -> Vec<u32> {
+fn dirty(p: &BufferPool, pids: &[u32]) -> Vec<FrameId> {
     pids.iter()
         .map(|&n| {
             let mut g = p.create(PageId(n)).unwrap();
@@ -55,7 +55,7 @@ fn dirty(p: &BufferPool, pids: &[u32]) -> Vec<u32> {
 fn prepared_pages_are_nobody_elses_until_written_or_dropped() {
     let p = pool(64);
     let f = dirty(&p, &[3, 4, 5, 9]);
-    let all = |p: &BufferPool| p.oldest_dirty_in(64, 0, &|_| true);
+    let all = |p: &BufferPool| p.oldest_dirty_in(64, Lsn(0), &|_| true);
     assert_eq!(all(&p), f, "oldest first");
     let a = p.prepare_batch(&f[..2]).unwrap();
     assert_eq!(a.len(), 2);
@@ -102,15 +102,15 @@ fn a_page_changed_while_written_moves_up_the_flush_list() {
     );
     assert_eq!(batch.write().unwrap(), 2);
     assert_eq!(
-        p.oldest_dirty_in(64, 0, &|_| true),
+        p.oldest_dirty_in(64, Lsn(0), &|_| true),
         vec![f[2], f[0]],
         "page 4 clean; page 3 dirty from 50, after page 5 (6)"
     );
     assert_eq!(p.oldest_modification(), Some(Lsn(6)));
     assert_eq!(p.status().pages_dirty, 2);
     assert_eq!(p.status().pages_redirtied_in_write, 1);
-    assert_eq!(p.dirty_below(50, 64), 1);
-    assert_eq!(p.dirty_below(51, 64), 2);
+    assert_eq!(p.dirty_below(Lsn(50), 64), 1);
+    assert_eq!(p.dirty_below(Lsn(51), 64), 2);
     let mean = p.oldest_modification_mean().unwrap();
     assert!((mean - 28.0).abs() < 1.0, "mean of 6 and 50: {mean}");
     // written again with nothing changing: clean

@@ -14,13 +14,13 @@ use super::{BufferPool, PreparedBatch, EXTENT_PAGES};
 use crate::error::{Error, Result};
 use crate::io::AlignedBuf;
 use crate::page;
-use crate::types::{Lsn, PageId};
+use crate::types::{FrameId, Lsn, PageId};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 impl BufferPool {
     /// Writes frame `fid`'s page back if it is dirty. Returns whether it wrote.
-    pub fn write_back(&self, fid: u32) -> Result<bool> {
+    pub fn write_back(&self, fid: FrameId) -> Result<bool> {
         Ok(self.flush_batch(&[fid])? > 0)
     }
 
@@ -29,7 +29,7 @@ impl BufferPool {
     /// log durable up to the newest image's LSN, write them through the sink (doublewrite), and
     /// mark clean the frames that did not change meanwhile. The only path from a frame to the
     /// data file (B3).
-    pub fn flush_batch(&self, fids: &[u32]) -> Result<usize> {
+    pub fn flush_batch(&self, fids: &[FrameId]) -> Result<usize> {
         self.prepare_batch(fids)?.write()
     }
 
@@ -38,7 +38,7 @@ impl BufferPool {
     /// images. Cheap (no I/O); a page cleaner picks and prepares under one lock so its
     /// concurrent writers take disjoint batches, oldest first, then writes outside it. Dropping
     /// the result unwritten releases the pages.
-    pub fn prepare_batch(&self, fids: &[u32]) -> Result<PreparedBatch<'_>> {
+    pub fn prepare_batch(&self, fids: &[FrameId]) -> Result<PreparedBatch<'_>> {
         if let Some(why) = self.poisoned() {
             return Err(Error::Poisoned(format!(
                 "page writes are stopped after an earlier I/O failure: {why}"
@@ -51,21 +51,19 @@ impl BufferPool {
         let imgs = &mut batch.imgs;
         let mut invalid = None;
         for &fid in fids {
-            let (k, local) = self.split_fid(fid);
+            let k = self.instance_of_frame(fid);
             {
                 let mut st = self.instances[k].state.lock();
-                let m = &mut st.meta[local as usize];
-                if m.oldest_lsn == 0 || m.page.is_none() || m.io_busy {
+                let m = st.meta_mut(fid);
+                if m.oldest_lsn == Lsn(0) || m.page.is_none() || m.io_busy {
                     continue;
                 }
                 m.io_busy = true;
-                m.redirty_lsn = 0;
+                m.redirty_lsn = Lsn(0);
                 // pin under the mutex (B1)
-                self.frames[fid as usize]
-                    .pin
-                    .fetch_add(1, Ordering::Acquire);
+                self.frames[fid.index()].pin.fetch_add(1, Ordering::Acquire);
             }
-            let frame = &self.frames[fid as usize];
+            let frame = &self.frames[fid.index()];
             match frame.latch.try_read_for(Duration::from_millis(10)) {
                 Some(g) if g.valid => {
                     let mut out = AlignedBuf::new(self.page_size);
@@ -79,7 +77,7 @@ impl BufferPool {
                         invalid = Some((g.page, fault));
                         self.clear_io_busy(fid);
                     } else {
-                        imgs.push((g.page, fid, page::hdr::lsn(&g.buf).0, out));
+                        imgs.push((g.page, fid, page::hdr::lsn(&g.buf), out));
                     }
                 }
                 _ => self.clear_io_busy(fid),
@@ -104,18 +102,21 @@ impl BufferPool {
         Ok(batch)
     }
 
-    pub(super) fn clear_io_busy(&self, fid: u32) {
-        let (k, local) = self.split_fid(fid);
-        self.instances[k].state.lock().meta[local as usize].io_busy = false;
+    pub(super) fn clear_io_busy(&self, fid: FrameId) {
+        let k = self.instance_of_frame(fid);
+        self.instances[k].state.lock().meta_mut(fid).io_busy = false;
     }
 
-    pub(super) fn write_images(&self, imgs: &[(PageId, u32, u64, AlignedBuf)]) -> Result<usize> {
-        let newest = imgs.iter().map(|i| i.2).max().unwrap_or(0);
+    pub(super) fn write_images(
+        &self,
+        imgs: &[(PageId, FrameId, Lsn, AlignedBuf)],
+    ) -> Result<usize> {
+        let newest = imgs.iter().map(|i| i.2).max().unwrap_or(Lsn(0));
         if let Some(log) = &self.wal {
             // IMPORTANT (invariant 1, WAL): the log is durable up to every image's LSN before
             // any image reaches the data file.
-            log.flush_to(Lsn(newest), true)?;
-            debug_assert!(log.flushed_lsn().0 >= newest);
+            log.flush_to(newest, true)?;
+            debug_assert!(log.flushed_lsn() >= newest);
         }
         let pages: Vec<(PageId, &[u8])> = imgs.iter().map(|i| (i.0, &i.3[..])).collect();
         if let Err(e) = self.sink.write_pages(self.file.as_ref(), &pages) {
@@ -126,18 +127,18 @@ impl BufferPool {
             .pages_written
             .fetch_add(imgs.len() as u64, Ordering::Relaxed);
         self.counters.write_batches.fetch_add(1, Ordering::Relaxed);
-        for (pid, fid, lsn, _) in imgs {
-            let (k, local) = self.split_fid(*fid);
+        for &(pid, fid, lsn, _) in imgs {
+            let k = self.instance_of_frame(fid);
             let mut st = self.instances[k].state.lock();
-            let m = st.meta[local as usize];
-            st.meta[local as usize].redirty_lsn = 0;
-            if m.page != *pid || m.oldest_lsn == 0 {
+            let m = *st.meta(fid);
+            st.meta_mut(fid).redirty_lsn = Lsn(0);
+            if m.page != pid || m.oldest_lsn == Lsn(0) {
                 continue;
             }
-            if m.newest_lsn <= *lsn {
-                st.flush_list.remove(&(m.oldest_lsn, *fid));
-                st.oldest_sum -= m.oldest_lsn as u128;
-                st.meta[local as usize].oldest_lsn = 0;
+            if m.newest_lsn <= lsn {
+                st.flush_list.remove(&(m.oldest_lsn, fid));
+                st.oldest_sum -= m.oldest_lsn.0 as u128;
+                st.meta_mut(fid).oldest_lsn = Lsn(0);
             } else if m.redirty_lsn > m.oldest_lsn {
                 // Changed while being written: the image on disk holds everything before
                 // redirty_lsn, so the page is dirty only from there. Keeping its old place
@@ -147,11 +148,11 @@ impl BufferPool {
                 // to finish between two changes: the 1-hour soak's sawtooth of the age).
                 // InnoDB avoids the case by blocking changes to a page while it is written
                 // (the block's SX latch); copying the image lets them go on.
-                st.flush_list.remove(&(m.oldest_lsn, *fid));
-                st.flush_list.insert((m.redirty_lsn, *fid));
-                st.oldest_sum -= m.oldest_lsn as u128;
-                st.oldest_sum += m.redirty_lsn as u128;
-                st.meta[local as usize].oldest_lsn = m.redirty_lsn;
+                st.flush_list.remove(&(m.oldest_lsn, fid));
+                st.flush_list.insert((m.redirty_lsn, fid));
+                st.oldest_sum -= m.oldest_lsn.0 as u128;
+                st.oldest_sum += m.redirty_lsn.0 as u128;
+                st.meta_mut(fid).oldest_lsn = m.redirty_lsn;
                 self.counters
                     .pages_redirtied_in_write
                     .fetch_add(1, Ordering::Relaxed);
@@ -161,11 +162,11 @@ impl BufferPool {
     }
 
     /// The frames on the flush list with the oldest modifications, up to `n` per instance.
-    pub fn oldest_dirty(&self, n: usize) -> Vec<(Lsn, u32)> {
+    pub fn oldest_dirty(&self, n: usize) -> Vec<(Lsn, FrameId)> {
         let mut out = Vec::new();
         for inst in self.instances.iter() {
             let st = inst.state.lock();
-            out.extend(st.flush_list.iter().take(n).map(|&(l, f)| (Lsn(l), f)));
+            out.extend(st.flush_list.iter().take(n).copied());
         }
         out.sort();
         out
@@ -175,7 +176,7 @@ impl BufferPool {
     pub fn oldest_modification(&self) -> Option<Lsn> {
         self.instances
             .iter()
-            .filter_map(|i| i.state.lock().flush_list.first().map(|&(l, _)| Lsn(l)))
+            .filter_map(|i| i.state.lock().flush_list.first().map(|&(l, _)| l))
             .min()
     }
 
@@ -183,7 +184,7 @@ impl BufferPool {
     pub fn flush_all(&self) -> Result<usize> {
         let mut written = 0;
         loop {
-            let batch: Vec<u32> = self
+            let batch: Vec<FrameId> = self
                 .oldest_dirty(64)
                 .into_iter()
                 .map(|x| x.1)
@@ -209,14 +210,15 @@ impl BufferPool {
     }
 
     /// The oldest dirty frames of the instances `pick` selects that are not being written, up to
-    /// `n` in all, only those whose oldest_modification is below `lsn_limit` (0: no limit).
+    /// `n` in all, only those whose oldest_modification is below `lsn_limit` (Lsn(0): no
+    /// limit).
     pub fn oldest_dirty_in(
         &self,
         n: usize,
-        lsn_limit: u64,
+        lsn_limit: Lsn,
         pick: &dyn Fn(usize) -> bool,
-    ) -> Vec<u32> {
-        let mut out: Vec<(u64, u32)> = Vec::new();
+    ) -> Vec<FrameId> {
+        let mut out: Vec<(Lsn, FrameId)> = Vec::new();
         for (k, inst) in self.instances.iter().enumerate() {
             if !pick(k) {
                 continue;
@@ -224,11 +226,10 @@ impl BufferPool {
             let st = inst.state.lock();
             // A page being written (io_busy) is another writer's: skipping it lets concurrent
             // writers each take the oldest pages nobody has taken yet.
-            let base = inst.base;
             out.extend(
                 st.flush_list
                     .iter()
-                    .filter(|&&(_, f)| !st.meta[(f - base) as usize].io_busy)
+                    .filter(|&&(_, f)| !st.meta(f).io_busy)
                     .take(n)
                     .copied(),
             );
@@ -236,7 +237,7 @@ impl BufferPool {
         out.sort_unstable();
         out.into_iter()
             .take(n)
-            .filter(|(l, _)| lsn_limit == 0 || *l < lsn_limit)
+            .filter(|(l, _)| lsn_limit == Lsn(0) || *l < lsn_limit)
             .map(|(_, f)| f)
             .collect()
     }
@@ -244,34 +245,35 @@ impl BufferPool {
     /// Dirty pages whose oldest modification is below `lsn`, over all instances, counting at
     /// most `max` per instance: the pages that must be written for the checkpoint to pass
     /// `lsn` (steady's feed-forward measures their density per redo byte at the tail).
-    pub fn dirty_below(&self, lsn: u64, max: usize) -> u64 {
+    pub fn dirty_below(&self, lsn: Lsn, max: usize) -> u64 {
         self.instances
             .iter()
             .map(|inst| {
                 let st = inst.state.lock();
-                st.flush_list.range(..(lsn, 0)).take(max).count() as u64
+                st.flush_list.range(..(lsn, FrameId(0))).take(max).count() as u64
             })
             .sum()
     }
 
     /// Adds the dirty neighbours of each frame: mode 1 the contiguous dirty pages on each
     /// side, mode 2 every dirty page of the same 64-page extent (flush_neighbors).
-    pub fn with_neighbors(&self, fids: &[u32], mode: u64) -> Vec<u32> {
-        let mut out: Vec<u32> = fids.to_vec();
+    pub fn with_neighbors(&self, fids: &[FrameId], mode: u64) -> Vec<FrameId> {
+        let mut out: Vec<FrameId> = fids.to_vec();
         if mode == 0 {
             return out;
         }
         for &fid in fids {
-            let (k, local) = self.split_fid(fid);
+            let k = self.instance_of_frame(fid);
             let st = self.instances[k].state.lock();
-            let pid = st.meta[local as usize].page;
+            let pid = st.meta(fid).page;
             if pid.is_none() {
                 continue;
             }
             let first = pid.0 - pid.0 % EXTENT_PAGES;
-            let dirty_fid = |p: u32| -> Option<u32> {
-                let &l = st.page_table.get(&PageId(p))?;
-                (st.meta[l as usize].oldest_lsn != 0).then_some(self.instances[k].base + l)
+            // the frame holding page number `p`, if it is dirty
+            let dirty_fid = |p: u32| -> Option<FrameId> {
+                let &f = st.page_table.get(&PageId(p))?;
+                (st.meta(f).oldest_lsn != Lsn(0)).then_some(f)
             };
             if mode == 2 {
                 out.extend((first..first + EXTENT_PAGES).filter_map(dirty_fid));
@@ -321,33 +323,33 @@ impl BufferPool {
             }
             let need = want_free - st.free.len();
             let mut victims = Vec::new();
-            for local in st.lru.tail_iter(scan_depth) {
+            for fid in st.lru.tail_iter(scan_depth) {
                 if victims.len() >= need {
                     break;
                 }
-                let fid = inst.base + local;
-                if self.frames[fid as usize].pin.load(Ordering::Acquire) != 0 {
+                if self.frames[fid.index()].pin.load(Ordering::Acquire) != 0 {
                     continue;
                 }
-                let m = st.meta[local as usize];
-                if m.oldest_lsn == 0 {
-                    victims.push(local);
+                let m = st.meta(fid);
+                if m.oldest_lsn == Lsn(0) {
+                    victims.push(fid);
                 } else if !m.io_busy {
                     dirty.push(fid);
                 }
             }
-            for local in victims {
-                let m = st.meta[local as usize];
+            for fid in victims {
+                let m = *st.meta(fid);
                 if m.ra {
                     self.counters
                         .read_ahead_evicted_unused
                         .fetch_add(1, Ordering::Relaxed);
                 }
                 st.page_table.remove(&m.page);
-                st.lru.remove(local);
-                st.meta[local as usize].page = PageId::NONE;
-                st.meta[local as usize].ra = false;
-                st.free.push(local);
+                st.lru.remove(fid);
+                let m = st.meta_mut(fid);
+                m.page = PageId::NONE;
+                m.ra = false;
+                st.free.push(fid);
                 freed += 1;
             }
         }

@@ -125,7 +125,9 @@ pub fn run(dur: Arc<Durability>) {
                 let window = (avg(&meter.redo_rates) * period.as_secs_f64()).max(65_536.0);
                 // at most 64Ki pages per instance: the walk holds the instance's lock, and a
                 // loop never writes that many
-                let n = dur.pool.dirty_below(cp + window as u64, 1 << 16);
+                let n = dur
+                    .pool
+                    .dirty_below(crate::types::Lsn(cp + window as u64), 1 << 16);
                 n as f64 / window
             },
             device_pages_per_s: meter.device_pages_per_s,
@@ -163,7 +165,7 @@ pub fn run(dur: Arc<Durability>) {
         // for the user threads that wait on it.
         let room = dur.room_target.load(Ordering::Acquire);
         if room > inp.checkpoint_lsn {
-            let below = dur.pool.dirty_below(room, 1 << 16);
+            let below = dur.pool.dirty_below(crate::types::Lsn(room), 1 << 16);
             plan.flush_list_pages = plan.flush_list_pages.max(below);
             if plan.lsn_limit != 0 {
                 plan.lsn_limit = plan.lsn_limit.max(room);
@@ -302,7 +304,7 @@ fn carry_out(dur: &Durability, plan: &FlushPlan, knobs: &crate::options::Options
                     }
                     let fids = dur.pool.oldest_dirty_in(
                         (*left).min(FLUSH_BATCH_PAGES),
-                        plan.lsn_limit,
+                        crate::types::Lsn(plan.lsn_limit),
                         &pick,
                     );
                     if fids.is_empty() {

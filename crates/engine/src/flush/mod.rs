@@ -418,7 +418,7 @@ impl Durability {
 
     /// Writes back up to `n` of the oldest dirty pages.
     pub fn flush_oldest(&self, n: usize) -> Result<usize> {
-        let fids: Vec<u32> = self
+        let fids: Vec<_> = self
             .pool
             .oldest_dirty(n)
             .into_iter()

@@ -34,24 +34,9 @@
 //! - LRU: free frames for 50 ms of reads plus one 64-page read-ahead extent, which the LRU
 //!   cleaner (flush/lru.rs) keeps ready continuously.
 //!
-//! Why sp = 85% of the async point and 2 ms at it: the band between sp and the async point must
-//! hold a burst's first second (the toy model's burst and 3x-overload scenarios fail with a
-//! higher set point or lower gains), and larger delays cost more commits than the stalls they
-//! save. The runs behind these values: docs/measurements.md, "steady's set point".
-//!
-//! Why it does better than the others at 1-second resolution: when the workload dirties pages
-//! faster than the device writes them, no flush rate can keep the log from filling; only
-//! slowing the commits can, and none of the classic policies does — they run into the async
-//! and sync points, where commits stop for whole loops (the holes of seeds 000 and 003). Below
-//! that, `fixed` and `innodb55` ignore the age, `estimate` acts only between a quarter and 7/8 of
-//! the log and on the LSN's progress, `keep_average` only on the LSN's progress, and `innodb80`
-//! reacts to the age through io_capacity and io_capacity_max, two guesses, with its page and LSN
-//! rates averaged over flushing_avg_loops. steady measures the demand and the device, so its
-//! rate is about right within one loop, corrects what remains continuously, and when the device
-//! cannot keep up it delays each commit by a few milliseconds, in proportion, long before the
-//! sync point. The price, in the toy model: under overload it commits 7-9% less than the
-//! classic policies, which run the log fuller (more pages dirty, more writes combined) and pay
-//! for it with stalls.
+//! Why this law does not oscillate or starve the log, what sets each constant, and how it
+//! differs from the classic policies: docs/design.md, "steady: the law, its inputs, and why it
+//! holds".
 
 use super::{loop_s, AdmissionCurve, FlushInputs, FlushPlan, Policy};
 

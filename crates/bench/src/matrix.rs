@@ -1,0 +1,590 @@
+//! `evenkeel matrix`: every flush policy over a fixed grid of setups, back to back per cell,
+//! and one table of how level each ran.
+//!
+//! A cell is one sweep (`evenkeel sweep <workload> ... --vary adaptive_flushing=<policies>`):
+//! its data is loaded once into `<dir>/<cell>/template` and every policy runs on a fresh copy
+//! of it, one after another, so within a cell the policies differ only in the policy. The
+//! grid spans what the seeds say decides whether an update-in-place engine falls into holes:
+//! the redo log's size against the buffer pool (1/16 to 1/2), the data against the pool (5x
+//! and more over it, and a pool that holds it all), and more clients than cores (64 on 2),
+//! for TPC-C and for the insert benchmark's l.i1. Each cell's command is printed, so a cell
+//! can be rerun on its own.
+//!
+//! The table gives, per cell and policy, throughput p1 over its mean after detrending (the
+//! per-second throughput over its 30-second rolling median: holes show, slow drift does
+//! not; `stability::detrended`), and marks the cells where steady is below the best classic
+//! policy or below 0.9. `matrix.txt` holds it with the plain p1/mean, the mean and the seconds
+//! under half the detrended mean; `matrix.json` holds every run's summary figures.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use clap::{Args, Parser};
+use serde::Serialize;
+
+use crate::cli::{run_sweep, BenchCommand, SweepCommand};
+use crate::error::{BenchError, BenchResult};
+use crate::report::{now_unix_s, utc_stamp};
+use crate::run::insert::run_insert;
+use crate::run::tpcc::prepare_tpcc;
+
+/// One setup of the grid.
+#[derive(Debug, Clone, Copy)]
+pub struct Cell {
+    pub name: &'static str,
+    /// What the cell tests, in a user's words.
+    pub what: &'static str,
+    pub workload: &'static str,
+    /// The sweep's arguments, without the buffer pool, the policy, the durations and the
+    /// directories.
+    pub args: &'static str,
+    /// The buffer pool of the runs (the data is loaded with a pool of at least [`LOAD_POOL`]).
+    pub pool: &'static str,
+}
+
+/// The buffer pool the cells' data is loaded with: a small pool and a small log make the load
+/// (the insert benchmark's index build above all) take many minutes, and the runs start from
+/// a copy of the loaded data, closed cleanly, whatever pool loaded it.
+pub const LOAD_POOL: &str = "1G";
+
+/// The grid. Pools and logs are small so that each cell is IO-bound on a 2-core machine
+/// with a few GB of disk, and the whole grid runs in under an hour at the default durations.
+pub const CELLS: &[Cell] = &[
+    Cell {
+        name: "tpcc-log-1/16",
+        what: "TPC-C 4 warehouses over a 64 MiB pool, redo 2 x 2 MiB (1/16 of the pool)",
+        workload: "tpcc",
+        args: "-w 4 -c 8 --set log_file_size=2M \
+               --set log_files_in_group=2",
+        pool: "64M",
+    },
+    Cell {
+        name: "tpcc-log-1/2",
+        what: "TPC-C 4 warehouses over a 64 MiB pool, redo 2 x 16 MiB (1/2 of the pool)",
+        workload: "tpcc",
+        args: "-w 4 -c 8 --set log_file_size=16M \
+               --set log_files_in_group=2",
+        pool: "64M",
+    },
+    Cell {
+        name: "tpcc-64-clients",
+        what: "TPC-C 4 warehouses over a 64 MiB pool, redo 2 x 4 MiB, 64 connections",
+        workload: "tpcc",
+        args: "-w 4 -c 64 --set log_file_size=4M \
+               --set log_files_in_group=2",
+        pool: "64M",
+    },
+    Cell {
+        name: "tpcc-big-pool",
+        what: "TPC-C 4 warehouses in a 1 GiB pool (data fits), redo 2 x 4 MiB",
+        workload: "tpcc",
+        args: "-w 4 -c 8 --set log_file_size=4M \
+               --set log_files_in_group=2",
+        pool: "1G",
+    },
+    Cell {
+        name: "insert-log-1/16",
+        what: "insert l.i1, 4 clients, 3 secondary indexes over a 64 MiB pool, redo 2 x 2 MiB",
+        workload: "insert",
+        args: "-c 4 --rows 500000 --set log_file_size=2M \
+               --set log_files_in_group=2",
+        pool: "64M",
+    },
+    Cell {
+        name: "insert-log-1/2",
+        what: "insert l.i1, 4 clients over a 64 MiB pool, redo 2 x 16 MiB (1/2 of the pool)",
+        workload: "insert",
+        args: "-c 4 --rows 500000 --set log_file_size=16M \
+               --set log_files_in_group=2",
+        pool: "64M",
+    },
+    Cell {
+        name: "insert-16-clients",
+        what: "insert l.i1, 16 clients over a 64 MiB pool, redo 2 x 4 MiB",
+        workload: "insert",
+        args: "-c 16 --rows 125000 --set log_file_size=4M \
+               --set log_files_in_group=2",
+        pool: "64M",
+    },
+    Cell {
+        name: "insert-big-pool",
+        what: "insert l.i1, 4 clients in a 1 GiB pool (data fits), redo 2 x 4 MiB",
+        workload: "insert",
+        args: "-c 4 --rows 500000 --set log_file_size=4M \
+               --set log_files_in_group=2",
+        pool: "1G",
+    },
+];
+
+/// `evenkeel matrix`.
+#[derive(Debug, Clone, Args)]
+pub struct MatrixArgs {
+    /// Directory for the cells' data (`<dir>/<cell>/template` is kept, so a second matrix
+    /// on the same directory loads nothing). A temporary directory when absent.
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Results directory [default: ./evenkeel-results/matrix-<timestamp>].
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Flush policies to compare, in the order they run in each cell.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "fixed,innodb55,estimate,keep_average,innodb80,steady"
+    )]
+    pub policies: Vec<String>,
+    /// Cells to run (names from the grid, comma-separated) [default: all].
+    #[arg(long, value_delimiter = ',')]
+    pub cells: Vec<String>,
+    /// Measured seconds of each TPC-C run and each l.i1 step.
+    #[arg(long, default_value_t = 30)]
+    pub seconds: u64,
+    /// Seconds each TPC-C run warms up before measuring.
+    #[arg(long, default_value_t = 10)]
+    pub warmup: u64,
+    /// Tiny data in every cell (1 small warehouse, 5,000 rows per insert client): checks the
+    /// machinery in seconds, measures nothing worth quoting.
+    #[arg(long)]
+    pub quick: bool,
+    /// Print only the table.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// One policy's figures in one cell.
+#[derive(Debug, Clone, Serialize)]
+pub struct MatrixRun {
+    pub policy: String,
+    pub mean: f64,
+    pub p1_over_mean: f64,
+    pub detrended_p1_over_mean: f64,
+    pub detrended_seconds_below_half: u64,
+    pub seconds: u64,
+    pub out_dir: PathBuf,
+}
+
+/// One cell's runs and the sweep that made them.
+#[derive(Debug, Clone, Serialize)]
+pub struct MatrixCell {
+    pub name: String,
+    pub what: String,
+    pub command: String,
+    pub runs: Vec<MatrixRun>,
+}
+
+impl MatrixCell {
+    fn run(&self, policy: &str) -> Option<&MatrixRun> {
+        self.runs.iter().find(|r| r.policy == policy)
+    }
+
+    /// The classic policy with the highest detrended p1/mean, and that figure.
+    pub fn best_classic(&self) -> Option<(&str, f64)> {
+        self.runs
+            .iter()
+            .filter(|r| r.policy != "steady")
+            .map(|r| (r.policy.as_str(), r.detrended_p1_over_mean))
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+    }
+
+    /// What the promise says of steady in this cell: at least the best classic policy's
+    /// detrended p1/mean, and at least 0.9. None when steady did not run.
+    pub fn verdict(&self) -> Option<String> {
+        let steady = self.run("steady")?.detrended_p1_over_mean;
+        let mut misses = Vec::new();
+        if let Some((name, best)) = self.best_classic() {
+            if steady < best {
+                misses.push(format!("below {name}"));
+            }
+        }
+        if steady < 0.9 {
+            misses.push("below 0.9".to_string());
+        }
+        Some(if misses.is_empty() {
+            "ok".to_string()
+        } else {
+            misses.join(", ")
+        })
+    }
+}
+
+/// What a matrix leaves behind.
+#[derive(Debug, Clone, Serialize)]
+pub struct MatrixOutput {
+    pub out_dir: PathBuf,
+    pub policies: Vec<String>,
+    pub cells: Vec<MatrixCell>,
+}
+
+/// Parses a sweep command line (without the program name); a later `-w` (the quick grid's)
+/// overrides the cell's.
+#[derive(Parser)]
+#[command(no_binary_name = true, args_override_self = true)]
+struct SweepLine {
+    #[command(subcommand)]
+    cmd: SweepCommand,
+}
+
+fn selected(a: &MatrixArgs) -> BenchResult<Vec<Cell>> {
+    if a.cells.is_empty() {
+        return Ok(CELLS.to_vec());
+    }
+    a.cells
+        .iter()
+        .map(|name| {
+            CELLS
+                .iter()
+                .find(|c| c.name == name)
+                .copied()
+                .ok_or_else(|| {
+                    let names: Vec<&str> = CELLS.iter().map(|c| c.name).collect();
+                    BenchError::Usage(format!(
+                        "--cells: no cell {name:?}; the grid has {}",
+                        names.join(", ")
+                    ))
+                })
+        })
+        .collect()
+}
+
+fn check_policies(policies: &[String]) -> BenchResult<()> {
+    if policies.is_empty() {
+        return Err(BenchError::Usage("--policies: give at least one".into()));
+    }
+    for p in policies {
+        if !evenkeel::options::FlushPolicy::NAMES.contains(&p.as_str()) {
+            return Err(BenchError::Usage(format!(
+                "--policies: {p:?} is not a flush policy; valid: {}",
+                evenkeel::options::FlushPolicy::NAMES.join(", ")
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Workload arguments shared by a cell's load and its runs.
+fn workload_args(cell: &Cell, a: &MatrixArgs) -> String {
+    let mut line = format!(
+        "{} {}",
+        cell.workload,
+        cell.args.split_whitespace().collect::<Vec<_>>().join(" ")
+    );
+    if a.quick {
+        line.push_str(if cell.workload == "tpcc" {
+            " -w 1 --items 2000 --customers 300"
+        } else {
+            " --rows 5000"
+        });
+    }
+    if a.quiet || a.quick {
+        line.push_str(" --quiet");
+    }
+    line
+}
+
+/// The command line that loads `cell`'s data into `template` (a `bench` command).
+pub fn load_command(cell: &Cell, a: &MatrixArgs, template: &str, out: &str) -> String {
+    let mut line = workload_args(cell, a);
+    let _ = write!(
+        line,
+        " --engine evenkeel --set buffer_pool_size={LOAD_POOL} --dir {template} --out {out}"
+    );
+    if cell.workload == "insert" {
+        line.push_str(" --steps l.i0,l.x --max-step-seconds 3600");
+    }
+    line
+}
+
+/// The sweep command line of `cell` (what a user would type to rerun it once its template
+/// is loaded).
+pub fn cell_command(cell: &Cell, a: &MatrixArgs, data: &str, out: &str) -> String {
+    let mut line = workload_args(cell, a);
+    let _ = write!(line, " --set buffer_pool_size={}", cell.pool);
+    if cell.workload == "tpcc" {
+        let _ = write!(line, " --duration {} --warmup {}", a.seconds, a.warmup);
+    } else {
+        let _ = write!(
+            line,
+            " --steps l.i1 --rows-i1 100000000 --max-step-seconds {}",
+            a.seconds
+        );
+    }
+    let _ = write!(
+        line,
+        " --engine evenkeel --dir {data} --out {out} --vary adaptive_flushing={}",
+        a.policies.join(",")
+    );
+    line
+}
+
+/// Parses a bench command line (without the program name), as [`SweepLine`].
+#[derive(Parser)]
+#[command(no_binary_name = true, args_override_self = true)]
+struct BenchLine {
+    #[command(subcommand)]
+    cmd: BenchCommand,
+}
+
+/// Loads `cell`'s data into `<data>/template` unless it is there: TPC-C's warehouses, or the
+/// insert benchmark's l.i0 and l.x, with a pool of [`LOAD_POOL`].
+fn load_template(cell: &Cell, a: &MatrixArgs, data: &Path, out: &Path) -> BenchResult<()> {
+    let template = data.join("template");
+    if template.join(evenkeel::DATA_FILE).exists() {
+        return Ok(());
+    }
+    let line = load_command(
+        cell,
+        a,
+        &template.display().to_string(),
+        &out.join("load").display().to_string(),
+    );
+    if !a.quiet {
+        eprintln!("matrix: {}: loading: evenkeel bench {line}", cell.name);
+    }
+    let parsed = BenchLine::try_parse_from(line.split_whitespace())
+        .map_err(|e| BenchError::Usage(format!("matrix cell {} load: {e}", cell.name)))?;
+    match parsed.cmd {
+        BenchCommand::Tpcc(t) => prepare_tpcc(&t.options()?).map(|_| ()),
+        BenchCommand::Insert(i) => run_insert(&i.options()?).map(|_| ()),
+        BenchCommand::Kv(_) => Err(BenchError::Usage(format!(
+            "matrix cell {}: kv is not a matrix workload",
+            cell.name
+        ))),
+    }
+}
+
+/// Removes the runs' copies of a cell's data (`<data>/adaptive_flushing=...`), keeping the
+/// template: a grid's copies would not fit on a small disk.
+fn remove_copies(data: &Path) -> BenchResult<()> {
+    let entries = std::fs::read_dir(data)
+        .map_err(|e| BenchError::io(format!("list {}", data.display()), e))?;
+    for e in entries.flatten() {
+        if e.file_name()
+            .to_string_lossy()
+            .starts_with("adaptive_flushing=")
+        {
+            std::fs::remove_dir_all(e.path())
+                .map_err(|err| BenchError::io(format!("remove {}", e.path().display()), err))?;
+        }
+    }
+    Ok(())
+}
+
+/// Runs the grid: one sweep per cell, the policies back to back in each.
+pub fn run_matrix(a: &MatrixArgs) -> BenchResult<MatrixOutput> {
+    check_policies(&a.policies)?;
+    let cells = selected(a)?;
+    let data = crate::run::DataDir::new(a.dir.as_deref())?;
+    let out_dir = a.out.clone().unwrap_or_else(|| {
+        PathBuf::from("evenkeel-results").join(format!("matrix-{}", utc_stamp(now_unix_s())))
+    });
+    std::fs::create_dir_all(&out_dir)
+        .map_err(|e| BenchError::io(format!("create {}", out_dir.display()), e))?;
+    let mut done = Vec::new();
+    for cell in &cells {
+        let slug = cell.name.replace('/', "_");
+        let cell_data = data.path.join(&slug);
+        let cell_out = out_dir.join(&slug);
+        let line = cell_command(
+            cell,
+            a,
+            &cell_data.display().to_string(),
+            &cell_out.display().to_string(),
+        );
+        if !a.quiet {
+            eprintln!("matrix: {}: evenkeel sweep {line}", cell.name);
+        }
+        let parsed = SweepLine::try_parse_from(line.split_whitespace())
+            .map_err(|e| BenchError::Usage(format!("matrix cell {}: {e}", cell.name)))?;
+        load_template(cell, a, &cell_data, &cell_out)?;
+        let sweep = run_sweep(&parsed.cmd)?;
+        remove_copies(&cell_data)?;
+        let runs = sweep
+            .runs
+            .iter()
+            .zip(&a.policies)
+            .map(|(r, policy)| {
+                let s = &r.summary;
+                MatrixRun {
+                    policy: policy.clone(),
+                    mean: s.throughput_mean,
+                    p1_over_mean: if s.throughput_mean > 0.0 {
+                        s.throughput_p1 / s.throughput_mean
+                    } else {
+                        0.0
+                    },
+                    detrended_p1_over_mean: s.detrended_p1_over_mean,
+                    detrended_seconds_below_half: s.detrended_seconds_below_half,
+                    seconds: s.duration_s as u64,
+                    out_dir: r.out_dir.clone(),
+                }
+            })
+            .collect();
+        done.push(MatrixCell {
+            name: cell.name.to_string(),
+            what: cell.what.to_string(),
+            command: format!("evenkeel sweep {line}"),
+            runs,
+        });
+        // Written after every cell, so an interrupted grid keeps what it measured.
+        write_outputs(&out_dir, &a.policies, &done)?;
+    }
+    Ok(MatrixOutput {
+        out_dir,
+        policies: a.policies.clone(),
+        cells: done,
+    })
+}
+
+fn write_outputs(
+    out: &std::path::Path,
+    policies: &[String],
+    cells: &[MatrixCell],
+) -> BenchResult<()> {
+    let json = serde_json::to_string_pretty(&serde_json::json!({
+        "policies": policies,
+        "cells": cells,
+    }))
+    .map_err(|e| BenchError::Data(format!("encoding matrix.json: {e}")))?;
+    let write = |name: &str, text: &str| {
+        let p = out.join(name);
+        std::fs::write(&p, text).map_err(|e| BenchError::io(format!("write {}", p.display()), e))
+    };
+    write("matrix.json", &json)?;
+    write("matrix.txt", &render_text(policies, cells))
+}
+
+/// The tables: detrended p1/mean per cell and policy with the verdict, then the plain
+/// p1/mean, the mean and the seconds under half the detrended mean, then each cell's command.
+pub fn render_text(policies: &[String], cells: &[MatrixCell]) -> String {
+    let mut o = String::new();
+    let width = cells.iter().map(|c| c.name.len()).max().unwrap_or(4).max(4);
+    let table = |o: &mut String, title: &str, f: &dyn Fn(&MatrixRun) -> String, verdict: bool| {
+        let _ = writeln!(o, "{title}");
+        let _ = write!(o, "{:width$}", "cell");
+        for p in policies {
+            let _ = write!(o, " {p:>12}");
+        }
+        if verdict {
+            let _ = write!(o, "  verdict");
+        }
+        o.push('\n');
+        for c in cells {
+            let _ = write!(o, "{:width$}", c.name);
+            for p in policies {
+                let v = c.run(p).map_or("-".to_string(), f);
+                let _ = write!(o, " {v:>12}");
+            }
+            if verdict {
+                let _ = write!(o, "  {}", c.verdict().unwrap_or_else(|| "-".into()));
+            }
+            o.push('\n');
+        }
+        o.push('\n');
+    };
+    table(
+        &mut o,
+        "p1/mean of per-second throughput, detrended (30 s rolling median); steady's verdict: \
+         at least the best classic policy and 0.9",
+        &|r| format!("{:.2}", r.detrended_p1_over_mean),
+        true,
+    );
+    table(
+        &mut o,
+        "p1/mean, plain",
+        &|r| format!("{:.2}", r.p1_over_mean),
+        false,
+    );
+    table(
+        &mut o,
+        "mean throughput (New-Order/s for TPC-C, rows/s for insert)",
+        &|r| format!("{:.0}", r.mean),
+        false,
+    );
+    table(
+        &mut o,
+        "seconds under half the detrended mean",
+        &|r| r.detrended_seconds_below_half.to_string(),
+        false,
+    );
+    for c in cells {
+        let _ = writeln!(o, "{}: {}\n  {}", c.name, c.what, c.command);
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args() -> MatrixArgs {
+        MatrixArgs {
+            dir: None,
+            out: None,
+            policies: vec!["innodb80".into(), "steady".into()],
+            cells: vec![],
+            seconds: 30,
+            warmup: 10,
+            quick: false,
+            quiet: false,
+        }
+    }
+
+    #[test]
+    fn every_cell_parses_as_a_load_and_a_sweep() {
+        let mut a = args();
+        for quick in [false, true] {
+            a.quick = quick;
+            for c in CELLS {
+                let line = cell_command(c, &a, "/tmp/d", "/tmp/o");
+                SweepLine::try_parse_from(line.split_whitespace())
+                    .unwrap_or_else(|e| panic!("{}: {line}: {e}", c.name));
+                let line = load_command(c, &a, "/tmp/d/template", "/tmp/o/load");
+                BenchLine::try_parse_from(line.split_whitespace())
+                    .unwrap_or_else(|e| panic!("{}: {line}: {e}", c.name));
+            }
+        }
+    }
+
+    #[test]
+    fn the_verdict_compares_steady_with_the_best_classic_policy_and_0_9() {
+        let run = |p: &str, d: f64| MatrixRun {
+            policy: p.into(),
+            mean: 100.0,
+            p1_over_mean: d,
+            detrended_p1_over_mean: d,
+            detrended_seconds_below_half: 0,
+            seconds: 30,
+            out_dir: PathBuf::new(),
+        };
+        let cell = |s: f64| MatrixCell {
+            name: "c".into(),
+            what: String::new(),
+            command: String::new(),
+            runs: vec![run("fixed", 0.5), run("innodb80", 0.93), run("steady", s)],
+        };
+        assert_eq!(cell(0.95).verdict().as_deref(), Some("ok"));
+        assert_eq!(cell(0.92).verdict().as_deref(), Some("below innodb80"));
+        let low = MatrixCell {
+            runs: vec![run("fixed", 0.5), run("steady", 0.8)],
+            ..cell(0.0)
+        };
+        assert_eq!(low.verdict().as_deref(), Some("below 0.9"));
+        let text = render_text(
+            &["fixed".into(), "innodb80".into(), "steady".into()],
+            &[cell(0.92)],
+        );
+        assert!(text.contains("below innodb80"), "{text}");
+    }
+
+    #[test]
+    fn bad_cells_and_policies_are_refused_with_the_valid_ones() {
+        let mut a = args();
+        a.cells = vec!["nope".into()];
+        let e = selected(&a).expect_err("bad cell").to_string();
+        assert!(e.contains("tpcc-log-1/16"), "{e}");
+        let e = check_policies(&["fast".into()])
+            .expect_err("bad policy")
+            .to_string();
+        assert!(e.contains("steady"), "{e}");
+    }
+}
