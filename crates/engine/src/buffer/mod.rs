@@ -705,12 +705,12 @@ impl BufferPool {
         &self.health
     }
 
-    /// Frames scanned from an LRU tail by a thread that needs a free frame.
     /// Sets what a reader calls when it finds no free frame (once; later calls are ignored).
     pub fn set_free_frame_waker(&self, f: Box<dyn Fn() + Send + Sync>) {
         let _ = self.free_frame_waker.set(f);
     }
 
+    /// Sets how many frames a thread that needs a free frame scans from an LRU tail.
     pub fn set_lru_scan_depth(&self, depth: u64) {
         self.victim_scan_depth
             .store(depth.clamp(1, u32::MAX as u64) as u32, Ordering::Relaxed);
