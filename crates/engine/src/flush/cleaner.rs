@@ -1,9 +1,15 @@
-//! cleaner: the page cleaner. About once a second (every 10-100 ms under pressure) it measures
-//! the engine (redo rate, pages dirtied per redo byte, device write throughput, reads), asks
-//! the configured policy how many pages to write from the flush lists and the LRU tails,
-//! enforces the limits every policy shares (the async flush point), carries the plan out with
-//! `page_cleaners` threads (each owning a share of the buffer-pool instances), publishes the
-//! admission delay the policy asks of commits, writes a checkpoint and records a sample.
+//! cleaner: the page cleaner. About once a second (every 10-100 ms under pressure: `wait`) it
+//! runs one loop of four steps, each a method of `CleanerState`, which holds what persists
+//! from one loop to the next (the averages, the counter marks, the timers):
+//! - `measure`: reads the knobs and the engine (LSNs, redo rate, pages dirtied per redo byte,
+//!   device write throughput, reads, dirty and free pages) into the policy's [`FlushInputs`];
+//! - `plan`: asks the configured policy how many pages to write from the flush lists and the
+//!   LRU tails, enforces the limits every policy shares (the async flush point, commits
+//!   waiting for log room) and publishes the admission delay the policy asks of commits;
+//! - `write`: sets the LRU cleaner's free-frame target, carries the plan out with
+//!   `page_cleaners` threads (each owning a share of the buffer-pool instances) and writes a
+//!   checkpoint;
+//! - `sample`: records the per-second sample.
 //!
 //! Knob changes (`Database::set_option`) are read at the top of every loop, so a new policy or
 //! io_capacity takes effect within one loop. Never: latch pages itself (it only calls pool
@@ -13,8 +19,10 @@ use super::policy::{self, FlushInputs, FlushPlan, FlushPolicy, Policy};
 use super::sample::Sample;
 use super::{Durability, FLUSH_BATCH_PAGES};
 use crate::error::Result;
+use crate::options::Options;
 use parking_lot::Mutex;
 use std::collections::VecDeque;
+use std::ffi::OsString;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -38,91 +46,215 @@ struct Meter {
     dirtied_per_redo_byte: f64,
 }
 
+/// The page cleaner's thread: one loop of `CleanerState`'s steps after another, until the
+/// database stops it or a write fails.
 pub fn run(dur: Arc<Durability>) {
-    let started = Instant::now();
-    let mut policy_kind: Option<FlushPolicy> = None;
-    let mut policy: Box<dyn Policy> = policy::make(FlushPolicy::default());
-    let mut meter = Meter {
-        redo_rates: VecDeque::new(),
-        flushed: VecDeque::new(),
-        device_pages_per_s: 0.0,
-        dirtied_per_redo_byte: 0.0,
-    };
-    let mut marks = current_marks(&dur);
-    let mut last = Instant::now();
-    let mut last_sample = Instant::now();
-    let mut sample_base = SampleBase::take(&dur);
-    let mut flushed_last = 0u64;
-    let mut lru_last = 0u64;
-    let mut lru_mark = dur.counters.pages_flushed_lru.load(Ordering::Relaxed);
-    // The first loop runs at once: until it has run, steady's admission curve is not
-    // published, so a workload that starts at once (a benchmark step over a warm pool) met a
-    // full log with the classic stalls for most of a second.
-    let mut next_loop = Duration::ZERO;
-    let mut fg_mark = foreground_flushed(&dur);
-    let mut planned = FlushPlan::default();
-    let sample_log = std::env::var_os("EVENKEEL_SAMPLE_LOG");
-    loop {
+    let mut cleaner = CleanerState::new(&dur);
+    while let Some(start) = cleaner.wait(&dur) {
+        let measured = cleaner.measure(&dur, start);
+        let plan = cleaner.plan(&dur, &measured);
+        if !cleaner.write(&dur, &measured, &plan) {
+            return;
+        }
+        cleaner.sample(&dur);
+    }
+}
+
+/// What the page cleaner carries from one loop to the next.
+struct CleanerState {
+    /// When the cleaner started (a sample's time).
+    started: Instant,
+    /// The `adaptive_flushing` the policy was made for (`None` until the first loop reads it).
+    policy_kind: Option<FlushPolicy>,
+    policy: Box<dyn Policy>,
+    meter: Meter,
+    marks: Marks,
+    /// When the previous loop woke.
+    last: Instant,
+    /// When the last sample was recorded, and the counters at that moment.
+    last_sample: Instant,
+    sample_base: SampleBase,
+    /// Pages written in the previous loop: from the flush lists and by the LRU cleaner, and by
+    /// the LRU cleaner alone.
+    flushed_last: u64,
+    lru_last: u64,
+    /// The LRU cleaner's pages written (its counter) at the previous loop.
+    lru_mark: u64,
+    /// The longest wait before the next loop, as the last plan asked.
+    next_loop: Duration,
+    /// Pages user threads had written themselves at the previous loop.
+    fg_mark: u64,
+    /// What the plans asked since the last sample.
+    planned: FlushPlan,
+    /// EVENKEEL_SAMPLE_LOG, the file samples are appended to.
+    sample_log: Option<OsString>,
+}
+
+/// What `wait` found before it slept, for the loop it starts.
+struct LoopStart {
+    /// Checkpoint ages (bytes) of the async and sync flush points.
+    async_point: u64,
+    sync_point: u64,
+    /// The loop's period.
+    period: Duration,
+}
+
+/// What `measure` read, for `plan` and `write`.
+struct Measured {
+    /// Seconds since the previous loop.
+    elapsed: f64,
+    knobs: Options,
+    inputs: FlushInputs,
+}
+
+/// Rates since the previous loop.
+struct Rates {
+    elapsed: f64,
+    /// Redo bytes per second.
+    redo: f64,
+    /// Pages read per second.
+    reads: f64,
+}
+
+impl CleanerState {
+    fn new(dur: &Durability) -> CleanerState {
+        CleanerState {
+            started: Instant::now(),
+            policy_kind: None,
+            policy: policy::make(FlushPolicy::default()),
+            meter: Meter {
+                redo_rates: VecDeque::new(),
+                flushed: VecDeque::new(),
+                device_pages_per_s: 0.0,
+                dirtied_per_redo_byte: 0.0,
+            },
+            marks: current_marks(dur),
+            last: Instant::now(),
+            last_sample: Instant::now(),
+            sample_base: SampleBase::take(dur),
+            flushed_last: 0,
+            lru_last: 0,
+            lru_mark: dur.counters.pages_flushed_lru.load(Ordering::Relaxed),
+            // The first loop runs at once: until it has run, steady's admission curve is not
+            // published, so a workload that starts at once (a benchmark step over a warm pool)
+            // met a full log with the classic stalls for most of a second.
+            next_loop: Duration::ZERO,
+            fg_mark: foreground_flushed(dur),
+            planned: FlushPlan::default(),
+            sample_log: std::env::var_os("EVENKEEL_SAMPLE_LOG"),
+        }
+    }
+
+    /// Sleeps until the next loop is due (10 ms while the checkpoint age is past the async
+    /// point or commits wait for log room), or until woken; `None` when asked to stop.
+    fn wait(&self, dur: &Durability) -> Option<LoopStart> {
         let (asyncp, syncp) = dur.points();
         // The loop must be short against the time the workload takes to fill the log: about
         // a tenth of it (a 8 MiB log filled at 4 MB/s is controlled every 200 ms).
-        let fill_s = dur.log.capacity() as f64 / avg(&meter.redo_rates).max(1.0);
-        let period = next_loop.min(Duration::from_secs_f64((fill_s / 10.0).clamp(0.05, 1.0)));
+        let fill_s = dur.log.capacity() as f64 / avg(&self.meter.redo_rates).max(1.0);
+        let period = self
+            .next_loop
+            .min(Duration::from_secs_f64((fill_s / 10.0).clamp(0.05, 1.0)));
         let room_asked = dur.room_target.load(Ordering::Acquire) > dur.log.checkpoint_lsn().0;
         let wait = if dur.checkpoint_age() > asyncp || room_asked {
             Duration::from_millis(10)
         } else {
-            period.saturating_sub(last.elapsed())
+            period.saturating_sub(self.last.elapsed())
         };
         if !dur.sleep(wait) {
-            return;
+            return None;
         }
-        let elapsed = last.elapsed().as_secs_f64().max(0.001);
-        last = Instant::now();
+        Some(LoopStart {
+            async_point: asyncp,
+            sync_point: syncp,
+            period,
+        })
+    }
+
+    /// Reads the knobs and what the policy needs: rates since the previous loop, LSNs, dirty,
+    /// data and free pages, pages written since the previous loop, the device's rate.
+    fn measure(&mut self, dur: &Durability, start: LoopStart) -> Measured {
+        let elapsed = self.last.elapsed().as_secs_f64().max(0.001);
+        self.last = Instant::now();
+        let knobs = self.read_knobs(dur);
+        let rates = self.rates(dur, elapsed, &knobs);
+        let inputs = self.inputs(dur, &start, &knobs, &rates);
+        Measured {
+            elapsed,
+            knobs,
+            inputs,
+        }
+    }
+
+    /// The knobs as they are now; a changed `adaptive_flushing` makes a new policy, and the
+    /// pool takes its read-ahead and LRU scan depth from them.
+    fn read_knobs(&mut self, dur: &Durability) -> Options {
         let knobs = dur.knobs.read().clone();
-        if policy_kind != Some(knobs.adaptive_flushing) {
-            policy = policy::make(knobs.adaptive_flushing);
-            policy_kind = Some(knobs.adaptive_flushing);
+        if self.policy_kind != Some(knobs.adaptive_flushing) {
+            self.policy = policy::make(knobs.adaptive_flushing);
+            self.policy_kind = Some(knobs.adaptive_flushing);
         }
         dur.pool
             .set_read_ahead(knobs.read_ahead as u8, knobs.read_ahead_threshold as u32);
         dur.pool.set_lru_scan_depth(knobs.lru_scan_depth);
-        let now = current_marks(&dur);
-        let redo = now.lsn.saturating_sub(marks.lsn);
+        knobs
+    }
+
+    /// Redo and read rates since the previous loop; updates the redo-rate average and the
+    /// pages dirtied per redo byte, and moves the marks to now.
+    fn rates(&mut self, dur: &Durability, elapsed: f64, knobs: &Options) -> Rates {
+        let now = current_marks(dur);
+        let redo = now.lsn.saturating_sub(self.marks.lsn);
         let redo_rate = redo as f64 / elapsed;
         push_avg(
-            &mut meter.redo_rates,
+            &mut self.meter.redo_rates,
             redo_rate,
             knobs.flushing_avg_loops as usize,
         );
         if redo > 0 {
-            let d = now.dirtied.saturating_sub(marks.dirtied) as f64 / redo as f64;
-            meter.dirtied_per_redo_byte = 0.7 * meter.dirtied_per_redo_byte + 0.3 * d;
+            let d = now.dirtied.saturating_sub(self.marks.dirtied) as f64 / redo as f64;
+            self.meter.dirtied_per_redo_byte = 0.7 * self.meter.dirtied_per_redo_byte + 0.3 * d;
         }
-        let reads_per_s = now.reads.saturating_sub(marks.reads) as f64 / elapsed;
-        marks = now;
+        let reads_per_s = now.reads.saturating_sub(self.marks.reads) as f64 / elapsed;
+        self.marks = now;
+        Rates {
+            elapsed,
+            redo: redo_rate,
+            reads: reads_per_s,
+        }
+    }
+
+    /// The policy's inputs for this loop.
+    fn inputs(
+        &mut self,
+        dur: &Durability,
+        start: &LoopStart,
+        knobs: &Options,
+        rates: &Rates,
+    ) -> FlushInputs {
+        let meter = &self.meter;
         let st = dur.pool.status();
-        let inp = FlushInputs {
-            elapsed_s: elapsed,
+        FlushInputs {
+            elapsed_s: rates.elapsed,
             lsn: dur.log.current_lsn().0,
             checkpoint_lsn: dur.log.checkpoint_lsn().0,
             log_capacity: dur.log.capacity(),
-            async_point: asyncp,
-            sync_point: syncp,
-            redo_rate_last: redo_rate,
+            async_point: start.async_point,
+            sync_point: start.sync_point,
+            redo_rate_last: rates.redo,
             redo_rate_avg: avg(&meter.redo_rates),
             dirty_pages: st.pages_dirty,
             data_pages: st.pages_data,
             free_pages: st.pages_free,
             total_pages: st.frames,
-            flushed_last,
+            flushed_last: self.flushed_last,
             flushed_avg: avg(&meter.flushed),
             dirtied_per_redo_byte: meter.dirtied_per_redo_byte,
             reserved_bytes: dur.reserved_bytes(),
             tail_pages_per_redo_byte: {
                 // the next loop's redo (at least 64 KiB) past the checkpoint
                 let cp = dur.log.checkpoint_lsn().0;
-                let window = (avg(&meter.redo_rates) * period.as_secs_f64()).max(65_536.0);
+                let window = (avg(&meter.redo_rates) * start.period.as_secs_f64()).max(65_536.0);
                 // at most 64Ki pages per instance: the walk holds the instance's lock, and a
                 // loop never writes that many
                 let n = dur
@@ -131,7 +263,7 @@ pub fn run(dur: Arc<Durability>) {
                 n as f64 / window
             },
             device_pages_per_s: meter.device_pages_per_s,
-            reads_per_s,
+            reads_per_s: rates.reads,
             io_capacity: knobs.io_capacity,
             io_capacity_max: knobs.io_capacity_max,
             max_dirty_pages_pct: knobs.max_dirty_pages_pct as f64,
@@ -140,11 +272,11 @@ pub fn run(dur: Arc<Durability>) {
             flushing_avg_loops: knobs.flushing_avg_loops,
             lru_scan_depth: knobs.lru_scan_depth,
             write_cap_pages_per_s: knobs.write_bandwidth_max / dur.pool.page_size() as u64,
-            lru_flushed_last: lru_last,
+            lru_flushed_last: self.lru_last,
             foreground_flushed_last: {
-                let fg = foreground_flushed(&dur);
-                let d = fg.saturating_sub(fg_mark);
-                fg_mark = fg;
+                let fg = foreground_flushed(dur);
+                let d = fg.saturating_sub(self.fg_mark);
+                self.fg_mark = fg;
                 d
             },
             dirty_age_mean: dur
@@ -152,11 +284,17 @@ pub fn run(dur: Arc<Durability>) {
                 .oldest_modification_mean()
                 .map_or(0.0, |m| (dur.log.current_lsn().0 as f64 - m).max(0.0)),
             doublewrite: knobs.doublewrite,
-        };
-        let mut plan = policy.plan(&inp);
+        }
+    }
+
+    /// The policy's plan with the limits every policy shares; publishes the admission delay
+    /// and curve the plan asks of commits.
+    fn plan(&mut self, dur: &Durability, m: &Measured) -> FlushPlan {
+        let inp = &m.inputs;
+        let mut plan = self.policy.plan(inp);
         // Shared by every policy: past the async point flushing is forced (io_capacity_max).
-        if inp.checkpoint_age() > asyncp {
-            let forced = (knobs.io_capacity_max as f64 * elapsed).ceil() as u64;
+        if inp.checkpoint_age() > inp.async_point {
+            let forced = (m.knobs.io_capacity_max as f64 * m.elapsed).ceil() as u64;
             plan.flush_list_pages = plan.flush_list_pages.max(forced);
         }
         // Commits waiting for log room (steady's last resort, Durability::wait_for_room) ask
@@ -174,32 +312,29 @@ pub fn run(dur: Arc<Durability>) {
         dur.admission_delay_now_us
             .store(plan.admission_delay_us, Ordering::Relaxed);
         *dur.admission.write() = plan.admission;
-        // The LRU cleaner (lru.rs) produces the free frames the plan asks for, continuously:
-        // its target is the free count the plan aims at, per instance, at most a quarter of it.
-        let insts = dur.pool.instance_count() as u64;
-        let per_inst_frames = inp.total_pages / insts.max(1);
-        let target = (plan.lru_pages + inp.free_pages).div_ceil(insts.max(1));
-        dur.lru_free_target
-            .store(target.min(per_inst_frames / 4), Ordering::Relaxed);
-        if target > 0 && inp.free_pages < target * insts {
-            dur.wake_lru();
-        }
-        next_loop = if plan.next_loop_ms > 0 {
+        plan
+    }
+
+    /// Carries the plan out: the LRU cleaner's target, the flush-list pages, the device rate
+    /// and page counts the next loop measures, a checkpoint. False when a write or the
+    /// checkpoint failed: the cleaner stops (the error is logged).
+    fn write(&mut self, dur: &Durability, m: &Measured, plan: &FlushPlan) -> bool {
+        set_lru_target(dur, plan, &m.inputs);
+        self.next_loop = if plan.next_loop_ms > 0 {
             Duration::from_millis(plan.next_loop_ms)
         } else {
             Duration::from_secs(1)
         };
-        planned.flush_list_pages += plan.flush_list_pages;
-        planned.lru_pages += plan.lru_pages;
+        self.planned.flush_list_pages += plan.flush_list_pages;
+        self.planned.lru_pages += plan.lru_pages;
         let t0 = Instant::now();
         let lru_before = dur.counters.pages_flushed_lru.load(Ordering::Relaxed);
-        let fg_before = foreground_flushed(&dur);
-        let res = carry_out(&dur, &plan, &knobs);
-        let flushed = match res {
+        let fg_before = foreground_flushed(dur);
+        let flushed = match carry_out(dur, plan, &m.knobs) {
             Ok(x) => x,
             Err(e) => {
                 tracing::error!("page cleaner stops: {e}");
-                return;
+                return false;
             }
         };
         let spent = t0.elapsed().as_secs_f64();
@@ -210,62 +345,82 @@ pub fn run(dur: Arc<Durability>) {
             .pages_flushed_lru
             .load(Ordering::Relaxed)
             .saturating_sub(lru_before)
-            + foreground_flushed(&dur).saturating_sub(fg_before);
+            + foreground_flushed(dur).saturating_sub(fg_before);
         let lru = dur
             .counters
             .pages_flushed_lru
             .load(Ordering::Relaxed)
-            .saturating_sub(lru_mark);
-        lru_mark += lru;
+            .saturating_sub(self.lru_mark);
+        self.lru_mark += lru;
         if flushed >= 8 && spent > 0.0 {
             let rate = (flushed + others_during) as f64 / spent;
             // fast attack, slow decay: the device's capacity is what it sustained when busy
-            meter.device_pages_per_s = if rate > meter.device_pages_per_s {
+            self.meter.device_pages_per_s = if rate > self.meter.device_pages_per_s {
                 rate
             } else {
-                0.95 * meter.device_pages_per_s + 0.05 * rate
+                0.95 * self.meter.device_pages_per_s + 0.05 * rate
             };
         }
-        flushed_last = flushed + lru;
-        lru_last = lru;
+        self.flushed_last = flushed + lru;
+        self.lru_last = lru;
         push_avg(
-            &mut meter.flushed,
-            flushed_last as f64 / elapsed,
-            knobs.flushing_avg_loops as usize,
+            &mut self.meter.flushed,
+            self.flushed_last as f64 / m.elapsed,
+            m.knobs.flushing_avg_loops as usize,
         );
         dur.counters
             .pages_flushed_background
             .fetch_add(flushed, Ordering::Relaxed);
         if let Err(e) = dur.checkpoint() {
             tracing::error!("checkpoint failed, page cleaner stops: {e}");
+            return false;
+        }
+        true
+    }
+
+    /// Once a second: the sample of the second since the last one, kept in `dur.samples` (the
+    /// last hour) and appended to EVENKEEL_SAMPLE_LOG when it is set.
+    fn sample(&mut self, dur: &Durability) {
+        if self.last_sample.elapsed() < Duration::from_secs(1) {
             return;
         }
-        if last_sample.elapsed() >= Duration::from_secs(1) {
-            last_sample = Instant::now();
-            let next = SampleBase::take(&dur);
-            let mut s = next.sample_since(&sample_base, &dur, started, &planned);
-            s.device_pages_per_s = meter.device_pages_per_s;
-            sample_base = next;
-            planned = FlushPlan::default();
-            if let Some(path) = &sample_log {
-                // EVENKEEL_SAMPLE_LOG: one JSON line per second, for diagnosing a run
-                use std::io::Write;
-                if let (Ok(mut f), Ok(line)) = (
-                    std::fs::OpenOptions::new()
-                        .create(true)
-                        .append(true)
-                        .open(path),
-                    serde_json::to_string(&s),
-                ) {
-                    let _ = writeln!(f, "{line}");
-                }
+        self.last_sample = Instant::now();
+        let next = SampleBase::take(dur);
+        let mut s = next.sample_since(&self.sample_base, dur, self.started, &self.planned);
+        s.device_pages_per_s = self.meter.device_pages_per_s;
+        self.sample_base = next;
+        self.planned = FlushPlan::default();
+        if let Some(path) = &self.sample_log {
+            // EVENKEEL_SAMPLE_LOG: one JSON line per second, for diagnosing a run
+            use std::io::Write;
+            if let (Ok(mut f), Ok(line)) = (
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path),
+                serde_json::to_string(&s),
+            ) {
+                let _ = writeln!(f, "{line}");
             }
-            let mut q = dur.samples.lock();
-            if q.len() >= SAMPLES_KEPT {
-                q.pop_front();
-            }
-            q.push_back(s);
         }
+        let mut q = dur.samples.lock();
+        if q.len() >= SAMPLES_KEPT {
+            q.pop_front();
+        }
+        q.push_back(s);
+    }
+}
+
+/// The LRU cleaner (lru.rs) produces the free frames the plan asks for, continuously: its
+/// target is the free count the plan aims at, per instance, at most a quarter of it.
+fn set_lru_target(dur: &Durability, plan: &FlushPlan, inp: &FlushInputs) {
+    let insts = dur.pool.instance_count() as u64;
+    let per_inst_frames = inp.total_pages / insts.max(1);
+    let target = (plan.lru_pages + inp.free_pages).div_ceil(insts.max(1));
+    dur.lru_free_target
+        .store(target.min(per_inst_frames / 4), Ordering::Relaxed);
+    if target > 0 && inp.free_pages < target * insts {
+        dur.wake_lru();
     }
 }
 
@@ -283,7 +438,7 @@ const CHECKPOINT_EVERY: Duration = Duration::from_millis(20);
 /// the lock, through whichever doublewrite segment is free: batches are taken in flush-list
 /// order, are disjoint, and up to `write_io_threads` are in flight at once.
 /// LRU cleaning is the LRU cleaner's (lru.rs).
-fn carry_out(dur: &Durability, plan: &FlushPlan, knobs: &crate::options::Options) -> Result<u64> {
+fn carry_out(dur: &Durability, plan: &FlushPlan, knobs: &Options) -> Result<u64> {
     let threads = (knobs.page_cleaners as usize).clamp(1, dur.pool.instance_count());
     if plan.flush_list_pages == 0 {
         return Ok(0);
