@@ -382,7 +382,7 @@ impl Database {
             dir_lock: Mutex::new(dir_lock),
         };
         if !read_only {
-            report.transactions_reapplied = crate::txn::transaction::reapply(&inner, pending)?;
+            report.transactions_reapplied = crate::txn::apply::reapply(&inner, pending)?;
             // A sharp checkpoint ends recovery: the next crash starts from here.
             sharp_checkpoint(&inner.dur, false)?;
         }

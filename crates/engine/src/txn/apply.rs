@@ -1,0 +1,174 @@
+//! apply: a commit's write set against the log and the trees. The limits a COMMIT must fit
+//! (its record at most a quarter of the log capacity, its record and estimated redo at most
+//! half: a transaction must never be able to fill the log by itself) and the sizing they give
+//! ([`max_writes_per_transaction`]); the apply of the writes to the B+trees, one mtr each; and
+//! recovery's re-apply of COMMITs whose ApplyDone is not in the log.
+
+use crate::error::{Error, Result};
+use crate::shared::{DbInner, Table};
+use crate::types::{Lsn, TxnId};
+use crate::wal::record::{self, WriteOp};
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+
+/// A written key: its table's id and the key.
+pub(super) type WriteKey = (u32, Vec<u8>);
+
+/// A transaction's writes in (table, key) order: the table and the new value (`None`: deleted).
+pub(super) type WriteSet = BTreeMap<WriteKey, (Table, Option<Vec<u8>>)>;
+
+/// Share of the log capacity one COMMIT record may take.
+const MAX_COMMIT_SHARE_OF_LOG: u64 = 4;
+
+/// The COMMIT record of transaction `txn`'s `writes` and the redo it needs with its apply
+/// (estimated); refused when either is over its limit.
+pub(super) fn commit_record(db: &DbInner, txn: TxnId, writes: &WriteSet) -> Result<(Vec<u8>, u64)> {
+    let dur = &db.dur;
+    let ops: Vec<record::WriteRef<'_>> = writes
+        .iter()
+        .map(|((tid, k), (_, v))| (*tid, &k[..], v.as_deref()))
+        .collect();
+    let size = record::commit_size(ops.iter().map(|o| (o.1.len(), o.2.map_or(0, <[u8]>::len))));
+    let limit = (dur.log.capacity() / MAX_COMMIT_SHARE_OF_LOG).min(dur.log.max_payload() as u64);
+    if size as u64 > limit {
+        return Err(Error::TransactionTooLarge {
+            what: "COMMIT record",
+            bytes: size as u64,
+            limit,
+            why: "a quarter of the redo log capacity, and no more than log_buffer_size; \
+                  raise log_file_size (x log_files_in_group) and log_buffer_size, or \
+                  commit in smaller transactions",
+        });
+    }
+    let mut payload = Vec::with_capacity(size);
+    record::encode_commit(&mut payload, txn.0, &ops);
+    let redo = size as u64 + apply_redo_estimate(db.pool.page_size(), &ops);
+    let redo_limit = max_transaction_redo(dur.log.capacity());
+    if redo > redo_limit {
+        return Err(Error::TransactionTooLarge {
+            what: "redo of the COMMIT record and its page changes (estimated)",
+            bytes: redo,
+            limit: redo_limit,
+            why: "half the redo log capacity; raise log_file_size (x \
+                  log_files_in_group), or commit in smaller transactions",
+        });
+    }
+    Ok((payload, redo))
+}
+
+/// The most redo one transaction may need (its COMMIT record and the page changes of
+/// applying it): half the log's capacity, so no transaction can fill the log by itself.
+pub fn max_transaction_redo(log_capacity: u64) -> u64 {
+    log_capacity / 2
+}
+
+/// Redo of applying one write of `key_len + value_len` bytes, at the least: the changed cell
+/// twice (the new one and the bytes it moves), header bytes and record framing (256), and a
+/// 64th of a page for the slot-array shift of an insert in the middle of a page and the
+/// amortized split. The reservation must not be short: an applying transaction pins the
+/// checkpoint at its COMMIT, so a log that fills under it cannot be freed.
+pub fn apply_redo_per_write(page_size: usize, key_len: usize, value_len: usize) -> u64 {
+    2 * (key_len + value_len) as u64 + 256 + (page_size / 64) as u64
+}
+
+/// The most writes of `key_len + value_len` bytes one transaction can commit on a log of
+/// `log_capacity` bytes whose largest group is `max_payload` bytes, and the option that bounds
+/// it: both commit limits (the COMMIT record, the estimated redo) applied to that shape.
+pub fn max_writes_per_transaction(
+    log_capacity: u64,
+    max_payload: usize,
+    page_size: usize,
+    key_len: usize,
+    value_len: usize,
+) -> (u64, &'static str) {
+    let record_per_write = (record::commit_size(std::iter::once((key_len, value_len)))
+        - record::commit_size(std::iter::empty())) as u64;
+    let record_fixed = record::commit_size(std::iter::empty()) as u64;
+    let record_limit = (log_capacity / MAX_COMMIT_SHARE_OF_LOG).min(max_payload as u64);
+    let by_record = record_limit.saturating_sub(record_fixed) / record_per_write;
+    let redo_per_write = record_per_write + apply_redo_per_write(page_size, key_len, value_len);
+    let by_redo = max_transaction_redo(log_capacity).saturating_sub(record_fixed) / redo_per_write;
+    if by_record < by_redo {
+        let option = if max_payload as u64 <= log_capacity / MAX_COMMIT_SHARE_OF_LOG {
+            "log_buffer_size"
+        } else {
+            "log_file_size"
+        };
+        (by_record, option)
+    } else {
+        (by_redo, "log_file_size")
+    }
+}
+
+fn apply_redo_estimate(page_size: usize, ops: &[record::WriteRef<'_>]) -> u64 {
+    ops.iter()
+        .map(|o| apply_redo_per_write(page_size, o.1.len(), o.2.map_or(0, <[u8]>::len)))
+        .sum()
+}
+
+/// Applies a write set to the B+trees. With `skip_applied` (recovery's re-apply), a write
+/// already in place (the key holds that value, or a deleted key is absent) is skipped, so it
+/// logs nothing. Sound because the key locks kept every later transaction off these keys until
+/// this one's apply finished. Why: the log holds the COMMIT and the first apply's redo, and
+/// the commit reserved room for its apply once; re-applying only what is missing stays within
+/// what that reservation left.
+pub(super) fn apply_writes(db: &DbInner, writes: &WriteSet, skip_applied: bool) -> Result<()> {
+    let cx = db.ctx();
+    for ((_, key), (t, v)) in writes {
+        if skip_applied && t.tree.get(&cx, key)? == *v {
+            continue;
+        }
+        match v {
+            Some(v) => {
+                t.tree.put(&cx, key, v)?;
+                db.counters.rows_written.fetch_add(1, Ordering::Relaxed);
+            }
+            None => {
+                if t.tree.delete(&cx, key)? {
+                    db.counters.rows_deleted.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Recovery: re-applies, in commit order, write sets whose COMMIT is durable but whose
+/// ApplyDone is not (their page changes may be partly missing). Returns how many.
+pub(crate) fn reapply(db: &DbInner, pending: BTreeMap<u64, Vec<WriteOp>>) -> Result<u64> {
+    let by_id: std::collections::HashMap<u32, Table> = db
+        .catalog
+        .all()
+        .into_iter()
+        .map(|(name, tree)| (tree.id, db.table_handle(tree, &name)))
+        .collect();
+    let mut n = 0;
+    // The checkpoint must not pass a COMMIT whose writes are not all applied: if it did and
+    // this recovery crashed, the next one would not find them. Appending the re-applied
+    // changes may need log space, and making room checkpoints (append_fenced).
+    for &commit_lsn in pending.keys() {
+        let _f = db.dur.space.fence_shared();
+        db.dur.space.begin_applying(Lsn(commit_lsn));
+    }
+    if !pending.is_empty() {
+        // all the room there is: write what redo dirtied, checkpoint up to the oldest COMMIT
+        db.pool.flush_all()?;
+        db.dur.checkpoint()?;
+    }
+    for (commit_lsn, writes) in pending {
+        let mut ws = BTreeMap::new();
+        for w in writes {
+            // a table dropped after the commit has nothing left to apply to
+            if let Some(t) = by_id.get(&w.table) {
+                ws.insert((w.table, w.key), (t.clone(), w.value));
+            }
+        }
+        apply_writes(db, &ws, true)?;
+        let mut done = Vec::with_capacity(16);
+        record::encode_apply_done(&mut done, commit_lsn);
+        drop(db.dur.space.append_fenced(&done)?);
+        db.dur.space.end_applying(Lsn(commit_lsn));
+        n += 1;
+    }
+    Ok(n)
+}

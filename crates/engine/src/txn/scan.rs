@@ -1,0 +1,290 @@
+//! scan: range scans over a table as a transaction sees them ([`Scan`]), and the key bounds
+//! they accept ([`KeyRange`]). A scan merges the tree's rows, fetched a leaf batch at a time,
+//! with the transaction's own writes as they were when it began.
+
+use crate::error::Result;
+use crate::shared::{DbInner, Table};
+use std::collections::VecDeque;
+use std::ops::{Bound, Range, RangeFrom, RangeFull, RangeInclusive, RangeTo, RangeToInclusive};
+use std::sync::Arc;
+
+/// Rows a scan fetches from the tree per descent.
+const SCAN_BATCH_ROWS: usize = 256;
+
+/// True when no key can lie between the bounds (BTreeMap::range panics on such ranges).
+pub(super) fn range_is_empty(lower: Bound<&[u8]>, upper: Bound<&[u8]>) -> bool {
+    match (lower, upper) {
+        (Bound::Included(l), Bound::Included(u)) => l > u,
+        (Bound::Included(l), Bound::Excluded(u))
+        | (Bound::Excluded(l), Bound::Included(u))
+        | (Bound::Excluded(l), Bound::Excluded(u)) => l >= u,
+        _ => false,
+    }
+}
+
+fn as_ref(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    match b {
+        Bound::Included(k) => Bound::Included(&k[..]),
+        Bound::Excluded(k) => Bound::Excluded(&k[..]),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+/// Key bounds a scan accepts: the Rust ranges (`a..b`, `a..=b`, `a..`, `..b`, `..=b`, `..`)
+/// and a pair of [`Bound`]s, over anything that is bytes (`&[u8]`, `&str`, `Vec<u8>`, ...).
+pub trait KeyRange {
+    /// The lower and upper bound.
+    fn key_bounds(&self) -> (Bound<&[u8]>, Bound<&[u8]>);
+}
+
+impl<K: AsRef<[u8]>> KeyRange for Range<K> {
+    fn key_bounds(&self) -> (Bound<&[u8]>, Bound<&[u8]>) {
+        (
+            Bound::Included(self.start.as_ref()),
+            Bound::Excluded(self.end.as_ref()),
+        )
+    }
+}
+
+impl<K: AsRef<[u8]>> KeyRange for RangeInclusive<K> {
+    fn key_bounds(&self) -> (Bound<&[u8]>, Bound<&[u8]>) {
+        (
+            Bound::Included(self.start().as_ref()),
+            Bound::Included(self.end().as_ref()),
+        )
+    }
+}
+
+impl<K: AsRef<[u8]>> KeyRange for RangeFrom<K> {
+    fn key_bounds(&self) -> (Bound<&[u8]>, Bound<&[u8]>) {
+        (Bound::Included(self.start.as_ref()), Bound::Unbounded)
+    }
+}
+
+impl<K: AsRef<[u8]>> KeyRange for RangeTo<K> {
+    fn key_bounds(&self) -> (Bound<&[u8]>, Bound<&[u8]>) {
+        (Bound::Unbounded, Bound::Excluded(self.end.as_ref()))
+    }
+}
+
+impl<K: AsRef<[u8]>> KeyRange for RangeToInclusive<K> {
+    fn key_bounds(&self) -> (Bound<&[u8]>, Bound<&[u8]>) {
+        (Bound::Unbounded, Bound::Included(self.end.as_ref()))
+    }
+}
+
+impl KeyRange for RangeFull {
+    fn key_bounds(&self) -> (Bound<&[u8]>, Bound<&[u8]>) {
+        (Bound::Unbounded, Bound::Unbounded)
+    }
+}
+
+impl<K: AsRef<[u8]>> KeyRange for (Bound<K>, Bound<K>) {
+    fn key_bounds(&self) -> (Bound<&[u8]>, Bound<&[u8]>) {
+        (as_bytes(&self.0), as_bytes(&self.1))
+    }
+}
+
+fn as_bytes<K: AsRef<[u8]>>(b: &Bound<K>) -> Bound<&[u8]> {
+    match b {
+        Bound::Included(k) => Bound::Included(k.as_ref()),
+        Bound::Excluded(k) => Bound::Excluded(k.as_ref()),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+/// True when `k` lies above the lower bound `b`.
+fn above(k: &[u8], b: &Bound<Vec<u8>>) -> bool {
+    match b {
+        Bound::Included(l) => k >= l.as_slice(),
+        Bound::Excluded(l) => k > l.as_slice(),
+        Bound::Unbounded => true,
+    }
+}
+
+/// True when `k` lies below the upper bound `b`.
+fn below(k: &[u8], b: &Bound<Vec<u8>>) -> bool {
+    match b {
+        Bound::Included(u) => k <= u.as_slice(),
+        Bound::Excluded(u) => k < u.as_slice(),
+        Bound::Unbounded => true,
+    }
+}
+
+/// One end of a scan: rows fetched from the tree ahead of being returned, and where the next
+/// fetch continues.
+struct Side {
+    rows: VecDeque<(Vec<u8>, Vec<u8>)>,
+    /// The next fetch starts past this bound (the last key fetched, or the scan's bound).
+    cursor: Bound<Vec<u8>>,
+    done: bool,
+}
+
+impl Side {
+    fn new(cursor: Bound<Vec<u8>>) -> Side {
+        Side {
+            rows: VecDeque::new(),
+            cursor,
+            done: false,
+        }
+    }
+}
+
+/// A lazy range scan merging the tree with the transaction's own writes (as they were when
+/// the scan began). Double-ended: `next` walks up from the lower bound, `next_back` down from
+/// the upper one, and the two meet without repeating a row. Owns what it needs, so it does
+/// not borrow the transaction.
+pub struct Scan {
+    db: Arc<DbInner>,
+    table: Table,
+    /// Keys not yet returned lie within (`lo`, `hi`): each end moves its bound past every key
+    /// it returns, and a row fetched by one end past the other's bound is not returned.
+    lo: Bound<Vec<u8>>,
+    hi: Bound<Vec<u8>>,
+    front: Side,
+    back: Side,
+    /// The transaction's writes in the range, ascending; each end takes from its own end.
+    ws: VecDeque<(Vec<u8>, Option<Vec<u8>>)>,
+    /// `Transaction::scan(.., reverse = true)`: `next` walks down.
+    reverse: bool,
+}
+
+impl std::fmt::Debug for Scan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Scan")
+            .field("table", &self.table.name())
+            .field("lo", &self.lo)
+            .field("hi", &self.hi)
+            .finish()
+    }
+}
+
+impl Scan {
+    /// A scan of `table` over (`lower`, `upper`), merging the transaction's writes `ws` in that
+    /// range (ascending); `next` walks down when `reverse`.
+    pub(super) fn new(
+        db: Arc<DbInner>,
+        table: Table,
+        lower: Bound<&[u8]>,
+        upper: Bound<&[u8]>,
+        ws: VecDeque<(Vec<u8>, Option<Vec<u8>>)>,
+        reverse: bool,
+    ) -> Scan {
+        Scan {
+            db,
+            table,
+            lo: lower.map(<[u8]>::to_vec),
+            hi: upper.map(<[u8]>::to_vec),
+            front: Side::new(lower.map(<[u8]>::to_vec)),
+            back: Side::new(upper.map(<[u8]>::to_vec)),
+            ws,
+            reverse,
+        }
+    }
+
+    /// Fetches the next batch for one end (`up`: the front) until it has a row or is done.
+    fn refill(&mut self, up: bool) -> Result<()> {
+        loop {
+            let side = if up { &self.front } else { &self.back };
+            if !side.rows.is_empty() || side.done {
+                return Ok(());
+            }
+            self.db.check_open()?;
+            self.table.check_live()?;
+            let (lower, upper) = if up {
+                (as_ref(&self.front.cursor), as_ref(&self.hi))
+            } else {
+                (as_ref(&self.lo), as_ref(&self.back.cursor))
+            };
+            let batch = if range_is_empty(lower, upper) {
+                None
+            } else {
+                Some(self.table.tree.scan_batch(
+                    &self.db.ctx(),
+                    lower,
+                    upper,
+                    !up,
+                    SCAN_BATCH_ROWS,
+                )?)
+            };
+            let side = if up { &mut self.front } else { &mut self.back };
+            match batch {
+                None => side.done = true,
+                Some(batch) => {
+                    if let Some((k, _)) = batch.rows.last() {
+                        side.cursor = Bound::Excluded(k.clone());
+                    }
+                    side.done = batch.done;
+                    side.rows.extend(batch.rows);
+                }
+            }
+        }
+    }
+
+    /// The next row from one end: the tree's rows merged with the transaction's writes.
+    fn next_from(&mut self, up: bool) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        loop {
+            self.refill(up)?;
+            // a tree row the other end has already passed ends this end's tree rows
+            let (lo, hi) = (&self.lo, &self.hi);
+            let side = if up { &mut self.front } else { &mut self.back };
+            if let Some((k, _)) = side.rows.front() {
+                if !(above(k, lo) && below(k, hi)) {
+                    side.rows.clear();
+                    side.done = true;
+                }
+            }
+            let tree = side.rows.front().map(|(k, _)| k);
+            let own = if up { self.ws.front() } else { self.ws.back() }.map(|(k, _)| k);
+            let take_own = match (own, tree) {
+                (None, None) => return Ok(None),
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
+                (Some(w), Some(t)) => {
+                    if w == t {
+                        side.rows.pop_front(); // shadowed by the transaction's own write
+                        true
+                    } else {
+                        (w < t) == up
+                    }
+                }
+            };
+            // (key, value), the value None for a key the transaction deleted
+            let row = if take_own {
+                if up {
+                    self.ws.pop_front()
+                } else {
+                    self.ws.pop_back()
+                }
+            } else {
+                side.rows.pop_front().map(|(k, v)| (k, Some(v)))
+            };
+            let Some((k, v)) = row else { continue };
+            // every key up to this one is done for this end, a deleted one too (the other
+            // end's tree rows may still hold it)
+            if up {
+                self.lo = Bound::Excluded(k.clone());
+            } else {
+                self.hi = Bound::Excluded(k.clone());
+            }
+            if let Some(v) = v {
+                return Ok(Some((k, v)));
+            }
+        }
+    }
+}
+
+impl Iterator for Scan {
+    type Item = Result<(Vec<u8>, Vec<u8>)>;
+    fn next(&mut self) -> Option<Self::Item> {
+        let up = !self.reverse;
+        self.next_from(up).transpose()
+    }
+}
+
+impl DoubleEndedIterator for Scan {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        let up = self.reverse;
+        self.next_from(up).transpose()
+    }
+}
