@@ -1,6 +1,6 @@
 //! counter: a group of counters declared once.
 //!
-//! [`counter_group!`] takes one list of counters, each with its unit and its meaning (its doc
+//! `counter_group!` takes one list of counters, each with its unit and its meaning (its doc
 //! comment), and makes from it the atomic struct the engine counts in, the plain snapshot
 //! struct `Status` carries, and the snapshot's [`MetricInfo`] table that `Status::metrics`,
 //! `evenkeel status` and the workbench read. Adding a counter to a group is one line here and

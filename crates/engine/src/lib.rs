@@ -51,7 +51,7 @@
 //! an upward or same-layer import, and on an import cycle among the files of one folder.
 //!
 //! ```text
-//!   types, counter             Lsn, PageId, TxnId, TableId; counter groups and metric declarations
+//!   types, counter             Lsn, PageId, FrameId, TxnId, TableId; counter groups and metric declarations
 //!   error                      the one error type
 //!   page, io, locks            page layout (pure); Storage trait (files, simulated disk); key locks
 //!   options, wal, dwb          knobs; redo log (group commit, slots, records, log space and the checkpoint); doublewrite
