@@ -14,6 +14,7 @@
 //!
 //! Never: write a page without going through `write_back`; allocate frames after open.
 
+mod fetch;
 mod guard;
 mod lru;
 mod read_ahead;
@@ -23,27 +24,16 @@ pub use guard::{PageRead, PageWrite};
 
 use crate::error::{Error, Health, Result};
 use crate::io::{AlignedBuf, File};
-use crate::page;
 use crate::types::{FrameId, Lsn, PageId};
-use lru::{Lru, Touch};
+use lru::Lru;
 use parking_lot::{Mutex, RwLock};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// Pages per extent: the unit of read-ahead and of flush_neighbors=2 (and of instance hashing).
 pub const EXTENT_PAGES: u32 = 64;
-
-/// Dirty pages a user thread writes at once when it finds no clean page to evict.
-const FOREGROUND_FLUSH_BATCH: usize = 32;
-/// Times a reader with no free frame wakes the LRU cleaner and waits 200 µs before it writes
-/// dirty tail pages itself.
-const LRU_WAKE_WAITS: u32 = 5;
-
-/// How many times a thread retries for a free frame when every frame is pinned, before it
-/// reports the pool as too small for the concurrency asked of it.
-const FREE_FRAME_RETRIES: u32 = 2000;
 
 /// The bytes of one frame and which page they hold.
 pub struct FrameData {
@@ -264,6 +254,7 @@ pub struct BufferPool {
     pub counters: PoolCounters,
 }
 
+#[derive(Clone, Copy)]
 enum Mode {
     Read,
     Write,
@@ -430,262 +421,6 @@ impl BufferPool {
         match self.fetch(pid, Mode::Create)? {
             Latched::W(g) => Ok(g),
             Latched::R(_) | Latched::Loaded => unreachable!("create returned a read latch"),
-        }
-    }
-
-    fn fetch(&self, pid: PageId, mode: Mode) -> Result<Latched<'_>> {
-        self.counters.page_requests.fetch_add(1, Ordering::Relaxed);
-        let k = self.instance_of(pid);
-        let inst = &self.instances[k];
-        loop {
-            let mut st = inst.state.lock();
-            if let Some(&fid) = st.page_table.get(&pid) {
-                self.frames[fid.index()].pin.fetch_add(1, Ordering::Acquire);
-                self.counters.hits.fetch_add(1, Ordering::Relaxed);
-                match st.lru.touch(fid, self.now_ms()) {
-                    Touch::MadeYoung => {
-                        self.counters.made_young.fetch_add(1, Ordering::Relaxed);
-                    }
-                    Touch::NotYoung => {
-                        self.counters.made_not_young.fetch_add(1, Ordering::Relaxed);
-                    }
-                    Touch::AlreadyYoung => {}
-                }
-                let m = st.meta_mut(fid);
-                if matches!(mode, Mode::Prefetch) {
-                    drop(st);
-                    self.unpin(fid);
-                    return Ok(Latched::Loaded);
-                }
-                m.ra = false;
-                drop(st);
-                if pid.0 % EXTENT_PAGES == EXTENT_PAGES - 1 {
-                    self.maybe_read_ahead(pid, false);
-                }
-                let frame = &self.frames[fid.index()];
-                let latched = match mode {
-                    Mode::Read => {
-                        let g = frame.latch.read();
-                        if !g.valid || g.page != pid {
-                            drop(g);
-                            self.unpin(fid);
-                            continue;
-                        }
-                        Latched::R(PageRead {
-                            pool: self,
-                            fid,
-                            g: Some(g),
-                        })
-                    }
-                    _ => {
-                        let mut g = frame.latch.write();
-                        if !g.valid || g.page != pid {
-                            drop(g);
-                            self.unpin(fid);
-                            continue;
-                        }
-                        if matches!(mode, Mode::Create) {
-                            // read ahead past the old end of the file: whatever was read is
-                            // not the page's content; a new page starts from zeros
-                            g.buf.fill(0);
-                        }
-                        Latched::W(PageWrite {
-                            pool: self,
-                            fid,
-                            g: Some(g),
-                            modified: false,
-                        })
-                    }
-                };
-                return Ok(latched);
-            }
-            // Miss: find a frame, install the page, read it outside the mutex.
-            let fid = match self.take_free_frame(k, st)? {
-                Some(fid) => fid,
-                None => continue, // the mutex was released: re-check the page table
-            };
-            let mut st = inst.state.lock();
-            if st.page_table.contains_key(&pid) {
-                st.free.push(fid);
-                continue;
-            }
-            let frame = &self.frames[fid.index()];
-            let Some(mut g) = frame.latch.try_write() else {
-                unreachable!("free frame {fid} is latched (B1 broken)");
-            };
-            frame.pin.fetch_add(1, Ordering::Acquire);
-            st.page_table.insert(pid, fid);
-            *st.meta_mut(fid) = Meta {
-                ra: matches!(mode, Mode::Prefetch),
-                ..Meta::clean(pid)
-            };
-            let now = self.now_ms();
-            st.lru.insert_new(fid, now);
-            drop(st);
-            g.page = pid;
-            if matches!(mode, Mode::Create) {
-                g.buf.fill(0);
-                g.valid = true;
-                self.counters.pages_created.fetch_add(1, Ordering::Relaxed);
-            } else if let Err(e) = self.read_into(pid, &mut g.buf) {
-                g.valid = false;
-                g.page = PageId::NONE;
-                let mut st = inst.state.lock();
-                st.page_table.remove(&pid);
-                st.lru.remove(fid);
-                st.meta_mut(fid).page = PageId::NONE;
-                st.free.push(fid);
-                drop(st);
-                drop(g);
-                self.unpin(fid);
-                return Err(e);
-            } else {
-                g.valid = true;
-            }
-            let w = PageWrite {
-                pool: self,
-                fid,
-                g: Some(g),
-                modified: false,
-            };
-            if matches!(mode, Mode::Prefetch) {
-                self.counters
-                    .read_ahead_pages
-                    .fetch_add(1, Ordering::Relaxed);
-                drop(w);
-                return Ok(Latched::Loaded);
-            }
-            if !matches!(mode, Mode::Create) {
-                self.maybe_read_ahead(pid, true);
-            }
-            return Ok(match mode {
-                Mode::Read => Latched::R(w.downgrade()),
-                _ => Latched::W(w),
-            });
-        }
-    }
-
-    fn read_into(&self, pid: PageId, buf: &mut [u8]) -> Result<()> {
-        let off = pid.0 as u64 * self.page_size as u64;
-        self.file.read_at(buf, off).map_err(|e| match e {
-            Error::Io { file, source, .. } => Error::PageRead {
-                file,
-                page: pid.0,
-                source,
-            },
-            other => other,
-        })?;
-        self.counters.pages_read.fetch_add(1, Ordering::Relaxed);
-        page::verify(buf, pid).map_err(|f| {
-            self.counters
-                .pages_read_corrupt
-                .fetch_add(1, Ordering::Relaxed);
-            Error::corrupt(self.file.name(), pid.0, f.to_string())
-        })
-    }
-
-    /// Takes a free frame of instance `k`, evicting a clean page from the LRU tail if needed,
-    /// or writing back a dirty one (through `write_back`) when no clean page is near the tail.
-    /// Returns None when it had to release the mutex (the caller re-checks its page table).
-    fn take_free_frame<'a>(
-        &'a self,
-        k: usize,
-        mut st: parking_lot::MutexGuard<'a, InstState>,
-    ) -> Result<Option<FrameId>> {
-        let inst = &self.instances[k];
-        let mut waited: Option<Instant> = None;
-        let mut tries = 0u32;
-        loop {
-            if let Some(fid) = st.free.pop() {
-                if let Some(t) = waited {
-                    self.counters
-                        .free_frame_wait_us
-                        .fetch_add(t.elapsed().as_micros() as u64, Ordering::Relaxed);
-                }
-                return Ok(Some(fid));
-            }
-            let mut dirty_victims: Vec<FrameId> = Vec::new();
-            let mut clean_victim = None;
-            // InnoDB's single-page flush scans only the tail; scanning the whole list under the
-            // mutex made every miss O(pool) and evicted hot internal pages under puts.
-            let depth = self.victim_scan_depth.load(Ordering::Relaxed) as usize;
-            for fid in st.lru.tail_iter(depth) {
-                if self.frames[fid.index()].pin.load(Ordering::Acquire) != 0 {
-                    continue;
-                }
-                let m = st.meta(fid);
-                if m.oldest_lsn == Lsn(0) {
-                    clean_victim = Some(fid);
-                    break;
-                }
-                // a page being written right now is clean in a moment: do not write it again
-                if dirty_victims.len() < FOREGROUND_FLUSH_BATCH && !m.io_busy {
-                    dirty_victims.push(fid);
-                }
-            }
-            if let Some(fid) = clean_victim {
-                if let Some(t) = waited {
-                    self.counters
-                        .free_frame_wait_us
-                        .fetch_add(t.elapsed().as_micros() as u64, Ordering::Relaxed);
-                }
-                let pid = st.meta(fid).page;
-                if st.meta(fid).ra {
-                    self.counters
-                        .read_ahead_evicted_unused
-                        .fetch_add(1, Ordering::Relaxed);
-                }
-                st.page_table.remove(&pid);
-                st.lru.remove(fid);
-                st.meta_mut(fid).page = PageId::NONE;
-                self.counters.evictions.fetch_add(1, Ordering::Relaxed);
-                return Ok(Some(fid));
-            }
-            if waited.is_none() {
-                waited = Some(Instant::now());
-                self.counters
-                    .free_frame_waits
-                    .fetch_add(1, Ordering::Relaxed);
-            }
-            if !dirty_victims.is_empty() && tries < LRU_WAKE_WAITS {
-                // Ask the LRU cleaner first and wait a moment for a frame it frees: writing
-                // here is what the LRU cleaner exists to avoid (counted and timed as a wait).
-                if let Some(wake) = self.free_frame_waker.get() {
-                    tries += 1;
-                    drop(st);
-                    wake();
-                    std::thread::sleep(Duration::from_micros(200));
-                    st = inst.state.lock();
-                    continue;
-                }
-            }
-            if !dirty_victims.is_empty() {
-                drop(st);
-                // A user thread writing for a free frame: what LRU cleaning exists to avoid.
-                // It writes a batch of the coldest dirty pages, not one: through the
-                // doublewrite area every batch costs two fsyncs, so one page per batch made
-                // each miss pay them (measured: throughput fell 2.5x as these grew).
-                let n = self.flush_batch(&dirty_victims)?;
-                if n > 0 {
-                    self.counters
-                        .eviction_writes
-                        .fetch_add(n as u64, Ordering::Relaxed);
-                } else {
-                    std::thread::sleep(Duration::from_micros(100));
-                }
-                return Ok(None);
-            }
-            tries += 1;
-            if tries > FREE_FRAME_RETRIES {
-                return Err(Error::Poisoned(format!(
-                    "buffer pool instance {k} has all {} frames pinned: buffer_pool_size is too \
-                     small for the number of concurrent threads",
-                    self.per_instance
-                )));
-            }
-            drop(st);
-            std::thread::sleep(Duration::from_micros(500));
-            st = inst.state.lock();
         }
     }
 

@@ -6,6 +6,7 @@
 use super::*;
 use crate::io::test_support::TraceStorage;
 use crate::io::{FileKind, SimStorage, Storage};
+use crate::page;
 use crate::wal::{Log, LogConfig, LogSpace};
 
 const PS: usize = 4096;
