@@ -120,6 +120,9 @@ pub fn check_file(file: &dyn File) -> Result<CheckReport> {
 /// As [`check_file`], and C8 against the end of the redo log, which `log_end` returns; it is
 /// called after every page was read (the log only grows, so a page written meanwhile is not
 /// taken for one from the future).
+///
+/// Long because it is the rule list C1-C8 in order over one pass of the file; each rule is a
+/// few lines against the same page map, and split they would pass that map around.
 pub fn check_file_with_log(
     file: &dyn File,
     log_end: Option<&dyn Fn() -> crate::types::Lsn>,
@@ -271,6 +274,9 @@ pub fn check_file_with_log(
 }
 
 /// Walks one tree depth-first, checking C2-C5 and calling `visit` for each leaf record.
+///
+/// Long because C2-C5 are checked on each node as the walk reaches it, with the walk's stack
+/// (key bounds, depth, parent) in scope; a rule per function would re-walk the tree.
 fn walk_tree(
     c: &mut Checker<'_>,
     root: PageId,

@@ -21,6 +21,9 @@ use std::collections::BTreeMap;
 impl Doublewrite {
     /// Repairs `data` from the doublewrite area; run before redo, with no `write_batch` running
     /// (it takes every segment's mutex, so a concurrent batch would simply wait).
+    ///
+    /// Long because it is one decision per slot (D3, D5: valid, newer than the page in
+    /// place, the newest copy) made in sequence, and each decision reads the one before it.
     pub fn recover(&self, data: &dyn File) -> Result<DwbReport> {
         let ps = self.page_size;
         let _segments = self.lock_all();

@@ -181,6 +181,9 @@ fn intact_block_after(
 
 /// Scans from `start_lsn` (a group boundary) to the end of the durable stream; `last_run_epoch`
 /// is the highest epoch in the checkpoint slots (the run that wrote last).
+///
+/// Long because it is the one loop that decides where the log ends (W1, W4, W6: checksum,
+/// lap, epoch, torn tail), and every stop condition must be read beside the others.
 pub(crate) fn scan(
     geom: &Geometry,
     files: &[Arc<dyn File>],
