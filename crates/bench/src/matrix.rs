@@ -453,7 +453,8 @@ fn write_outputs(
     write("matrix.txt", &render_text(policies, cells))
 }
 
-/// The tables: detrended p1/mean per cell and policy with the verdict, then the plain
+/// The tables: detrended p1/mean per cell and policy with the verdict (three decimals, as the
+/// verdict compares them, so a 0.896 is not shown as a 0.90 "below 0.9"), then the plain
 /// p1/mean, the mean and the seconds under half the detrended mean, then each cell's command.
 pub fn render_text(policies: &[String], cells: &[MatrixCell]) -> String {
     let mut o = String::new();
@@ -485,7 +486,7 @@ pub fn render_text(policies: &[String], cells: &[MatrixCell]) -> String {
         &mut o,
         "p1/mean of per-second throughput, detrended (30 s rolling median); steady's verdict: \
          at least the best classic policy and 0.9",
-        &|r| format!("{:.2}", r.detrended_p1_over_mean),
+        &|r| format!("{:.3}", r.detrended_p1_over_mean),
         true,
     );
     table(
