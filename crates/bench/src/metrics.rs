@@ -51,6 +51,16 @@ pub struct MetricSpec {
     pub meaning: &'static str,
 }
 
+impl MetricSpec {
+    /// The meaning as one line (the declaration's doc lines joined by single spaces).
+    pub fn meaning_line(&self) -> String {
+        self.meaning
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
 fn delta(now: Option<u64>, before: Option<u64>) -> Option<u64> {
     Some(now?.saturating_sub(before.unwrap_or(0)))
 }

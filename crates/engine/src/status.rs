@@ -180,14 +180,6 @@ impl Status {
             .chain(self.txns.values().into_iter().map(|v| v as f64));
         metric_infos().into_iter().zip(values).collect()
     }
-
-    /// One metric's value by its name in [`metric_infos`].
-    pub fn metric(&self, name: &str) -> Option<f64> {
-        self.metrics()
-            .into_iter()
-            .find(|(m, _)| m.name == name)
-            .map(|(_, v)| v)
-    }
 }
 
 #[cfg(test)]

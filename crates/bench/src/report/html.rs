@@ -521,10 +521,7 @@ fn engine_metrics_section(s: &Summary) -> String {
                 f.total.map_or("-".into(), num),
                 num(f.mean),
                 num(f.max),
-                spec.meaning
-                    .split_whitespace()
-                    .collect::<Vec<_>>()
-                    .join(" "),
+                spec.meaning_line(),
             ])
         })
         .collect();
