@@ -146,7 +146,8 @@ pub struct MatrixArgs {
     /// machinery in seconds, measures nothing worth quoting.
     #[arg(long)]
     pub quick: bool,
-    /// Print only the table.
+    /// No progress bars or per-interval lines from the runs (each run still prints its
+    /// summary; the table comes last).
     #[arg(long, short)]
     pub quiet: bool,
 }
