@@ -18,6 +18,7 @@ use crate::shared::DbInner;
 pub use crate::shared::Table;
 use crate::space::{Header, HEADER_PAGE};
 use crate::status::Status;
+use crate::txn::snapshot::Snapshot;
 use crate::txn::transaction::Transaction;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -140,6 +141,21 @@ impl Database {
         Transaction::new(self.inner.clone())
     }
 
+    /// A read-only view of every table as of now (see [`Snapshot`]): no locks, no waiting
+    /// for writers.
+    ///
+    /// ```no_run
+    /// # fn f(db: &evenkeel::Database) -> evenkeel::Result<()> {
+    /// let t = db.table("orders")?;
+    /// let snap = db.snapshot();
+    /// let total: usize = snap.range(&t, ..)?.map(|r| r.map(|(_, v)| v.len())).sum::<evenkeel::Result<_>>()?;
+    /// println!("{total} bytes of orders as of commit {}", snap.at());
+    /// # Ok(()) }
+    /// ```
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot::new(self.inner.clone())
+    }
+
     pub fn status(&self) -> Status {
         let i = &self.inner;
         let buffer = i.pool.status();
@@ -176,6 +192,7 @@ impl Database {
             buffer,
             tree: i.tree_counters.snapshot(),
             txns: i.counters.snapshot(),
+            history: i.dur.versions.stats(),
             io: i.storage.io_stats(),
         }
     }
@@ -230,6 +247,7 @@ impl Database {
         let mut k = self.inner.dur.knobs.read().clone();
         k.set(&canonical, value)?;
         k.validate()?;
+        self.inner.dur.versions.set_limit(k.max_history_size);
         *self.inner.dur.knobs.write() = k;
         self.inner.dur.wake_flusher();
         Ok(())

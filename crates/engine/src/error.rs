@@ -131,6 +131,27 @@ pub enum Error {
          name if it was re-created)"
     )]
     TableDropped(String),
+    #[error(
+        "the read view was {age_s:.1} s old and the old row versions kept for read views \
+         reached {history_bytes} bytes, over max_history_size ({limit} bytes): the oldest views \
+         were expired so writers could go on. Run the read again in a new transaction or \
+         snapshot; keep read views shorter, or raise max_history_size"
+    )]
+    SnapshotTooOld {
+        age_s: f64,
+        history_bytes: u64,
+        limit: u64,
+    },
+    #[error(
+        "txn {txn} (isolation snapshot) would change `{key}` of table `{table}`, which another \
+         transaction changed after this one's read view was taken (first committer wins); \
+         the transaction was rolled back: run it again"
+    )]
+    SerializationFailure {
+        txn: TxnId,
+        table: String,
+        key: String,
+    },
     #[error("the database at {0} is closed")]
     DatabaseClosed(String),
     #[error("the database at {location} is open read-only: {what} is refused")]
@@ -185,6 +206,8 @@ impl Error {
             Error::TransactionAborted { .. } => "TransactionAborted",
             Error::ForeignTable { .. } => "ForeignTable",
             Error::TableDropped(..) => "TableDropped",
+            Error::SnapshotTooOld { .. } => "SnapshotTooOld",
+            Error::SerializationFailure { .. } => "SerializationFailure",
             Error::DatabaseClosed(..) => "DatabaseClosed",
             Error::ReadOnly { .. } => "ReadOnly",
             Error::NeedsRecovery { .. } => "NeedsRecovery",
@@ -201,9 +224,16 @@ impl std::fmt::Debug for Error {
 }
 
 impl Error {
-    /// Whether retrying the whole transaction may succeed (lock conflicts).
+    /// Whether retrying the whole transaction may succeed: a lock conflict (deadlock, lock wait
+    /// timeout), an expired read view, a snapshot write conflict.
     pub fn is_retryable(&self) -> bool {
-        matches!(self, Error::Deadlock { .. } | Error::LockWaitTimeout { .. })
+        matches!(
+            self,
+            Error::Deadlock { .. }
+                | Error::LockWaitTimeout { .. }
+                | Error::SnapshotTooOld { .. }
+                | Error::SerializationFailure { .. }
+        )
     }
 }
 

@@ -53,7 +53,7 @@
 //! ```text
 //!   types, counter             Lsn, PageId, FrameId, TxnId, TableId; counter groups and metric declarations
 //!   error                      the one error type
-//!   page, io, locks            page layout (pure); Storage trait (files, simulated disk); key locks
+//!   page, io, locks, mvcc      page layout (pure); Storage trait (files, simulated disk); key locks; read views and old row versions
 //!   options, wal, dwb          knobs; redo log (group commit, slots, records, log space and the checkpoint); doublewrite
 //!   buffer                     frames, page table, LRU, flush list; the one write-back function (WAL rule)
 //!   mtr                        mini-transactions: latches + page diffs, one log group each
@@ -101,6 +101,8 @@ pub mod io;
 pub mod locks;
 #[doc(hidden)]
 pub mod mtr;
+#[doc(hidden)]
+pub mod mvcc;
 pub mod options;
 #[doc(hidden)]
 pub mod page;
@@ -122,6 +124,8 @@ pub use check::{CheckReport, Problem, TableReport};
 pub use counter::{MetricInfo, MetricKind};
 pub use db::{check_dir, require_database, Database, Table, DATA_FILE};
 pub use error::{Error, Result};
+pub use mvcc::Isolation;
 pub use options::{FlushPolicy, Options};
 pub use status::{metric_infos, Status};
+pub use txn::snapshot::Snapshot;
 pub use txn::transaction::{Durability, KeyRange, Scan, Transaction};

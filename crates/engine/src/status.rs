@@ -11,6 +11,7 @@ use crate::counter::{MetricInfo, MetricKind};
 use crate::flush::FlushCounts;
 use crate::io::IoStats;
 use crate::locks::LockStats;
+use crate::mvcc::HistoryStats;
 use crate::recovery::RecoveryReport;
 use crate::shared::DbCounts;
 use crate::wal::LogStats;
@@ -53,6 +54,8 @@ pub struct Status {
     pub tree: TreeCounts,
     /// Transactions and rows.
     pub txns: DbCounts,
+    /// Old row versions kept for read views, purge and the views.
+    pub history: HistoryStats,
     pub io: IoStats,
 }
 
@@ -156,7 +159,7 @@ metrics! {
 }
 
 /// Every metric, in the order [`Status::metrics`] gives values: the declared ones above, then
-/// the flush, redo log (named `log_...`), B+tree and transaction counter groups.
+/// the flush, redo log (named `log_...`), B+tree, transaction and history counter groups.
 pub fn metric_infos() -> Vec<MetricInfo> {
     DECLARED
         .iter()
@@ -165,6 +168,7 @@ pub fn metric_infos() -> Vec<MetricInfo> {
         .chain(LogStats::INFO.iter().copied())
         .chain(TreeCounts::INFO.iter().copied())
         .chain(DbCounts::INFO.iter().copied())
+        .chain(HistoryStats::INFO.iter().copied())
         .collect()
 }
 
@@ -177,7 +181,8 @@ impl Status {
             .chain(self.flush.values().into_iter().map(|v| v as f64))
             .chain(self.log.values().into_iter().map(|v| v as f64))
             .chain(self.tree.values().into_iter().map(|v| v as f64))
-            .chain(self.txns.values().into_iter().map(|v| v as f64));
+            .chain(self.txns.values().into_iter().map(|v| v as f64))
+            .chain(self.history.values().into_iter().map(|v| v as f64));
         metric_infos().into_iter().zip(values).collect()
     }
 }
@@ -203,7 +208,8 @@ mod tests {
             + FlushCounts::INFO.len()
             + LogStats::INFO.len()
             + TreeCounts::INFO.len()
-            + DbCounts::INFO.len();
+            + DbCounts::INFO.len()
+            + HistoryStats::INFO.len();
         assert_eq!(infos.len(), expected);
     }
 }

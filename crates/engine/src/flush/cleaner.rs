@@ -488,6 +488,7 @@ impl SampleBase {
         let d = self.fc.since(&b.fc);
         let cp = dur.log.checkpoint_lsn().0;
         let age = self.lsn.saturating_sub(cp);
+        let history = dur.versions.stats();
         Sample {
             t_s: started.elapsed().as_secs_f64(),
             device_pages_per_s: 0.0, // set by the caller
@@ -533,6 +534,9 @@ impl SampleBase {
             log_fsyncs: self.log.fsyncs.saturating_sub(b.log.fsyncs),
             data_fsyncs: self.data_syncs.saturating_sub(b.data_syncs),
             commits: d.commits_logged,
+            history_versions: history.history_versions,
+            purge_lag: history.purge_lag,
+            oldest_view_age_ms: history.oldest_view_age_ms,
         }
     }
 }

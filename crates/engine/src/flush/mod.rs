@@ -101,6 +101,8 @@ pub struct Durability {
     pub lru_free_target: AtomicU64,
     lru_wake: Mutex<bool>,
     lru_wake_cv: Condvar,
+    /// Old row versions kept for read views (the per-second sample reports the history).
+    pub versions: Arc<crate::mvcc::VersionStore>,
     /// Per-second samples recorded by the cleaner (the last hour).
     pub samples: Mutex<std::collections::VecDeque<sample::Sample>>,
     pub counters: FlushCounters,
@@ -114,6 +116,7 @@ impl Durability {
     /// the log full (registered with the log's [`LogSpace`] as its [`MakeRoom`]).
     pub fn new(log: Arc<Log>, pool: Arc<BufferPool>, knobs: Options) -> Arc<Self> {
         let space = Arc::new(LogSpace::new(log.clone()));
+        let history_limit = knobs.max_history_size;
         let dur = Arc::new(Durability {
             log,
             space,
@@ -128,6 +131,7 @@ impl Durability {
             lru_free_target: AtomicU64::new(0),
             lru_wake: Mutex::new(false),
             lru_wake_cv: Condvar::new(),
+            versions: crate::mvcc::VersionStore::new(history_limit),
             samples: Mutex::new(std::collections::VecDeque::new()),
             counters: FlushCounters::default(),
             wake: Mutex::new(false),

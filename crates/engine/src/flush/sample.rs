@@ -50,4 +50,9 @@ pub struct Sample {
     pub log_fsyncs: u64,
     pub data_fsyncs: u64,
     pub commits: u64,
+    /// Old row versions kept for read views, the commits they belong to (InnoDB's history
+    /// list length) and the oldest open view's age, at the end of the second.
+    pub history_versions: u64,
+    pub purge_lag: u64,
+    pub oldest_view_age_ms: u64,
 }

@@ -10,6 +10,7 @@
 
 use crate::error::{Error, Result};
 use crate::io::FlushMethod;
+use crate::mvcc::Isolation;
 use std::collections::HashMap;
 use std::path::Path;
 
@@ -92,6 +93,10 @@ knobs! {
     lock_wait_timeout: std::time::Duration = std::time::Duration::from_secs(50), Kind::Millis { min: 1, max: 1_073_741_824_000 };
     /// Bytes all key locks together may use; a lock request past it fails instead of growing.
     max_lock_memory: u64 = 64 * MIB, Kind::Size { min: 64 * KIB, max: TIB };
+    /// How plain reads see other transactions' commits unless a transaction sets its own: read_committed, repeatable_read (one read view per transaction, InnoDB's default), snapshot (repeatable_read, and a write to a key changed since the view fails: first committer wins). Dynamic.
+    transaction_isolation: Isolation = Isolation::RepeatableRead, Kind::Name(Isolation::NAMES);
+    /// Bytes of old row versions kept for read views; past it the oldest views expire (their next read fails with SnapshotTooOld). Dynamic.
+    max_history_size: u64 = 256 * MIB, Kind::Size { min: 64 * KIB, max: TIB };
     /// Bytes of keys and values one transaction may write; more fails with TransactionTooLarge.
     max_write_set_size: u64 = 64 * MIB, Kind::Size { min: 4 * KIB, max: TIB };
     /// Flush policy: fixed (5.1), innodb55, estimate, keep_average (XtraDB), innodb80, steady (ours). Dynamic.
@@ -141,6 +146,8 @@ pub const DYNAMIC_KNOBS: &[&str] = &[
     "write_bandwidth_max",
     "lock_wait_timeout",
     "flush_log_at_trx_commit",
+    "transaction_isolation",
+    "max_history_size",
 ];
 
 /// `Innodb-Buffer-Pool-Size` -> `buffer_pool_size`.

@@ -2,6 +2,7 @@
 //! ([`Kind`]), the conversions of the fields' own types ([`KnobValue`]), and the flush policy.
 
 use crate::io::FlushMethod;
+use crate::mvcc::Isolation;
 
 pub(super) const KIB: u64 = 1 << 10;
 pub(super) const MIB: u64 = 1 << 20;
@@ -214,6 +215,19 @@ impl KnobValue for bool {
     }
     fn from_knob(v: u64) -> Self {
         v != 0
+    }
+}
+
+/// Index into [`Isolation::NAMES`], the set its knob is declared with.
+impl KnobValue for Isolation {
+    fn to_knob(&self) -> u64 {
+        *self as u64
+    }
+    fn from_knob(v: u64) -> Self {
+        usize::try_from(v)
+            .ok()
+            .and_then(|i| Isolation::ALL.get(i).copied())
+            .unwrap_or(Isolation::RepeatableRead)
     }
 }
 

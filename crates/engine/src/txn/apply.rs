@@ -106,14 +106,24 @@ fn apply_redo_estimate(page_size: usize, ops: &[record::WriteRef<'_>]) -> u64 {
         .sum()
 }
 
-/// Applies a write set to the B+trees. With `skip_applied` (recovery's re-apply), a write
-/// already in place (the key holds that value, or a deleted key is absent) is skipped, so it
-/// logs nothing. Sound because the key locks kept every later transaction off these keys until
-/// this one's apply finished. Why: the log holds the COMMIT and the first apply's redo, and
-/// the commit reserved room for its apply once; re-applying only what is missing stays within
-/// what that reservation left.
-pub(super) fn apply_writes(db: &DbInner, writes: &WriteSet, skip_applied: bool) -> Result<()> {
+/// Applies a write set to the B+trees. A commit passes its commit number: each key's value
+/// before the change is recorded for read views first (mvcc.rs), all of them before the first
+/// key changes. Recovery's re-apply passes `None` (no view exists while a database opens): a
+/// write already in place (the key holds that value, or a deleted key is absent) is skipped,
+/// so it logs nothing. Sound because the key locks kept every later transaction off these
+/// keys until this one's apply finished. Why: the log holds the COMMIT and the first apply's
+/// redo, and the commit reserved room for its apply once; re-applying only what is missing
+/// stays within what that reservation left.
+pub(super) fn apply_writes(db: &DbInner, writes: &WriteSet, cno: Option<u64>) -> Result<()> {
     let cx = db.ctx();
+    let skip_applied = cno.is_none();
+    if let Some(cno) = cno {
+        let mut before = Vec::with_capacity(writes.len());
+        for ((tid, key), (t, _)) in writes {
+            before.push(((*tid, key.clone()), t.tree.get(&cx, key)?));
+        }
+        db.dur.versions.record(cno, before);
+    }
     for ((_, key), (t, v)) in writes {
         if skip_applied && t.tree.get(&cx, key)? == *v {
             continue;
@@ -163,7 +173,7 @@ pub(crate) fn reapply(db: &DbInner, pending: BTreeMap<u64, Vec<WriteOp>>) -> Res
                 ws.insert((w.table, w.key), (t.clone(), w.value));
             }
         }
-        apply_writes(db, &ws, true)?;
+        apply_writes(db, &ws, None)?;
         let mut done = Vec::with_capacity(16);
         record::encode_apply_done(&mut done, commit_lsn);
         drop(db.dur.space.append_fenced(&done)?);

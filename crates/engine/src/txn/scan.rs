@@ -1,8 +1,10 @@
 //! scan: range scans over a table as a transaction sees them ([`Scan`]), and the key bounds
-//! they accept ([`KeyRange`]). A scan merges the tree's rows, fetched a leaf batch at a time,
-//! with the transaction's own writes as they were when it began.
+//! they accept ([`KeyRange`]). A scan reads the tree's rows a leaf batch at a time, puts the
+//! read view's values in place of the rows changed since the view (mvcc.rs), and merges the
+//! transaction's own writes as they were when it began.
 
 use crate::error::Result;
+use crate::mvcc::View;
 use crate::shared::{DbInner, Table};
 use std::collections::VecDeque;
 use std::ops::{Bound, Range, RangeFrom, RangeFull, RangeInclusive, RangeTo, RangeToInclusive};
@@ -111,6 +113,30 @@ fn below(k: &[u8], b: &Bound<Vec<u8>>) -> bool {
     }
 }
 
+/// The rows a view sees: the tree's `rows` (ascending when `up`, else descending) with each
+/// key in `hidden` (ascending) given the view's value, dropped when it is `None`.
+fn see_through(
+    rows: Vec<(Vec<u8>, Vec<u8>)>,
+    hidden: Vec<(Vec<u8>, Option<Vec<u8>>)>,
+    up: bool,
+) -> Vec<(Vec<u8>, Vec<u8>)> {
+    if hidden.is_empty() {
+        return rows;
+    }
+    let mut merged: std::collections::BTreeMap<Vec<u8>, Vec<u8>> = rows.into_iter().collect();
+    for (k, v) in hidden {
+        match v {
+            Some(v) => merged.insert(k, v),
+            None => merged.remove(&k),
+        };
+    }
+    if up {
+        merged.into_iter().collect()
+    } else {
+        merged.into_iter().rev().collect()
+    }
+}
+
 /// One end of a scan: rows fetched from the tree ahead of being returned, and where the next
 /// fetch continues.
 struct Side {
@@ -147,6 +173,8 @@ pub struct Scan {
     ws: VecDeque<(Vec<u8>, Option<Vec<u8>>)>,
     /// `Transaction::scan(.., reverse = true)`: `next` walks down.
     reverse: bool,
+    /// The read view the rows are seen through; `None`: the newest committed rows.
+    view: Option<Arc<View>>,
 }
 
 impl std::fmt::Debug for Scan {
@@ -169,6 +197,7 @@ impl Scan {
         upper: Bound<&[u8]>,
         ws: VecDeque<(Vec<u8>, Option<Vec<u8>>)>,
         reverse: bool,
+        view: Option<Arc<View>>,
     ) -> Scan {
         Scan {
             db,
@@ -179,6 +208,7 @@ impl Scan {
             back: Side::new(upper.map(<[u8]>::to_vec)),
             ws,
             reverse,
+            view,
         }
     }
 
@@ -207,17 +237,38 @@ impl Scan {
                     SCAN_BATCH_ROWS,
                 )?)
             };
-            let side = if up { &mut self.front } else { &mut self.back };
-            match batch {
-                None => side.done = true,
-                Some(batch) => {
-                    if let Some((k, _)) = batch.rows.last() {
-                        side.cursor = Bound::Excluded(k.clone());
-                    }
-                    side.done = batch.done;
-                    side.rows.extend(batch.rows);
+            let Some(mut batch) = batch else {
+                let side = if up { &mut self.front } else { &mut self.back };
+                side.done = true;
+                continue;
+            };
+            // the next fetch continues past the tree's last row, whatever the view makes of it
+            let tree_last = batch.rows.last().map(|(k, _)| k.clone());
+            if let Some(view) = &self.view {
+                // the keys this batch covers: from the cursor to its last row, or to the
+                // bound when it ends the range (rows deleted since the view lie there too)
+                let end = match batch.rows.last() {
+                    _ if batch.done => None,
+                    Some((k, _)) => Some(Bound::Included(&k[..])),
+                    None => Some(Bound::Excluded(&[][..])), // nothing covered yet
+                };
+                let covered = match end {
+                    None => Some((lower, upper)),
+                    Some(Bound::Excluded(_)) => None,
+                    Some(e) if up => Some((lower, e)),
+                    Some(e) => Some((e, upper)),
+                };
+                if let Some((l, u)) = covered {
+                    let hidden = view.hidden_in(self.table.id(), l, u)?;
+                    batch.rows = see_through(std::mem::take(&mut batch.rows), hidden, up);
                 }
             }
+            let side = if up { &mut self.front } else { &mut self.back };
+            if let Some(k) = tree_last {
+                side.cursor = Bound::Excluded(k);
+            }
+            side.done = batch.done;
+            side.rows.extend(batch.rows);
         }
     }
 

@@ -2,8 +2,11 @@
 //!
 //! Nothing a transaction writes touches a page before its COMMIT record is in the log:
 //! rollback is dropping the write set and the locks. Writes and `get_for_update` take an
-//! exclusive key lock (waits bounded by lock_wait_timeout, deadlocks detected); plain reads
-//! take none and see the latest committed value of each key.
+//! exclusive key lock (waits bounded by lock_wait_timeout, deadlocks detected) and act on the
+//! newest committed value; plain reads take none and read through a read view (mvcc.rs): one
+//! view for the whole transaction, taken at its first plain read (repeatable read, the
+//! default, and snapshot), or the newest committed value per `get` and a view per scan (read
+//! committed).
 //!
 //! Commit (DESIGN.md, "The write path"): admission at the flush points -> COMMIT record (the
 //! logical write set) appended -> writes applied in (table, key) order, one mtr each ->
@@ -20,6 +23,7 @@ use super::scan::range_is_empty;
 pub use super::scan::{KeyRange, Scan};
 use crate::error::{Error, Result};
 use crate::locks::LockMode;
+use crate::mvcc::{Isolation, View};
 use crate::page::node;
 use crate::shared::{DbInner, Table};
 use crate::types::{TableId, TxnId};
@@ -28,7 +32,7 @@ use crate::wal::FlushAtCommit;
 use std::collections::{BTreeMap, VecDeque};
 use std::ops::Bound;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 /// How durable a commit is when `commit()` returns. The database's `flush_log_at_trx_commit`
@@ -65,9 +69,11 @@ impl Durability {
     }
 }
 
-/// A transaction: reads see the latest committed value of each key plus this transaction's
-/// own writes; writes are private until `commit`. A retryable error (deadlock, lock wait
-/// timeout) rolls it back: every later call fails with [`Error::TransactionAborted`].
+/// A transaction: plain reads see one read view plus this transaction's own writes (see
+/// [`Isolation`]); locking reads and writes act on the newest committed values under key
+/// locks; writes are private until `commit`. A retryable error (deadlock, lock wait timeout,
+/// an expired view, a snapshot write conflict) rolls it back: every later call fails with
+/// [`Error::TransactionAborted`].
 pub struct Transaction {
     db: Arc<DbInner>,
     id: TxnId,
@@ -77,8 +83,12 @@ pub struct Transaction {
     durability: Option<Durability>,
     /// `None`: the database's lock_wait_timeout as it is at each wait.
     lock_wait_timeout: Option<Duration>,
-    /// Why the transaction was rolled back, once a retryable error ended it.
-    aborted: Option<String>,
+    isolation: Isolation,
+    /// The read view of repeatable read and snapshot, taken at the first plain read.
+    view: OnceLock<Arc<View>>,
+    /// Why the transaction was rolled back, once a retryable error ended it (set by reads
+    /// too, which borrow the transaction shared).
+    aborted: parking_lot::Mutex<Option<String>>,
 }
 
 impl Drop for Transaction {
@@ -96,7 +106,9 @@ impl std::fmt::Debug for Transaction {
             .field("writes", &self.writes.len())
             .field("write_bytes", &self.write_bytes)
             .field("durability", &self.durability())
-            .field("aborted", &self.aborted)
+            .field("isolation", &self.isolation)
+            .field("view", &self.view.get().map(|v| v.at()))
+            .field("aborted", &*self.aborted.lock())
             .finish()
     }
 }
@@ -104,6 +116,7 @@ impl std::fmt::Debug for Transaction {
 impl Transaction {
     pub(crate) fn new(db: Arc<DbInner>) -> Self {
         let id = TxnId(db.next_txn.fetch_add(1, Ordering::Relaxed));
+        let isolation = db.dur.knobs.read().transaction_isolation;
         Transaction {
             db,
             id,
@@ -111,7 +124,9 @@ impl Transaction {
             write_bytes: 0,
             durability: None,
             lock_wait_timeout: None,
-            aborted: None,
+            isolation,
+            view: OnceLock::new(),
+            aborted: parking_lot::Mutex::new(None),
         }
     }
 
@@ -139,15 +154,32 @@ impl Transaction {
         self.lock_wait_timeout = Some(timeout);
     }
 
+    /// Sets how this transaction's plain reads see other commits (default: the database's
+    /// `transaction_isolation` when the transaction began). A view already taken is dropped:
+    /// the next plain read takes a new one.
+    pub fn set_isolation(&mut self, isolation: Isolation) {
+        self.isolation = isolation;
+        self.view = OnceLock::new();
+    }
+
+    pub fn isolation(&self) -> Isolation {
+        self.isolation
+    }
+
+    /// The commit number this transaction's read view sees up to, once it has one.
+    pub fn read_view(&self) -> Option<u64> {
+        self.view.get().map(|v| v.at())
+    }
+
     /// Whether a retryable error has rolled this transaction back.
     pub fn is_aborted(&self) -> bool {
-        self.aborted.is_some()
+        self.aborted.lock().is_some()
     }
 
     /// Refuses any call on a closed database or an aborted transaction.
     fn usable(&self) -> Result<()> {
         self.db.check_open()?;
-        match &self.aborted {
+        match &*self.aborted.lock() {
             Some(cause) => Err(Error::TransactionAborted {
                 txn: self.id,
                 cause: cause.clone(),
@@ -159,16 +191,51 @@ impl Transaction {
     /// Passes `r` through; a retryable error first rolls the transaction back, so its locks
     /// are released at once and nothing it wrote can commit.
     fn ends_on_retryable<T>(&mut self, r: Result<T>) -> Result<T> {
-        if let Err(e) = &r {
-            if e.is_retryable() && self.aborted.is_none() {
-                self.writes.clear();
-                self.write_bytes = 0;
-                self.db.locks.release_all(self.id);
-                self.db.counters.rollbacks.fetch_add(1, Ordering::Relaxed);
-                self.aborted = Some(e.to_string());
-            }
+        if matches!(&r, Err(e) if e.is_retryable()) && self.marks_aborted(&r) {
+            self.writes.clear();
+            self.write_bytes = 0;
         }
         r
+    }
+
+    /// As `ends_on_retryable`, for reads (which borrow the transaction shared): the write set
+    /// stays in memory until the transaction is dropped, but it can no longer commit.
+    fn read_ends_on_retryable<T>(&self, r: Result<T>) -> Result<T> {
+        self.marks_aborted(&r);
+        r
+    }
+
+    /// On a retryable error, marks the transaction aborted and releases its locks; true when
+    /// this call did it.
+    fn marks_aborted<T>(&self, r: &Result<T>) -> bool {
+        let Err(e) = r else { return false };
+        if !e.is_retryable() {
+            return false;
+        }
+        let mut aborted = self.aborted.lock();
+        if aborted.is_some() {
+            return false;
+        }
+        self.db.locks.release_all(self.id);
+        self.db.counters.rollbacks.fetch_add(1, Ordering::Relaxed);
+        *aborted = Some(e.to_string());
+        true
+    }
+
+    /// The transaction's read view (repeatable read, snapshot), taken now if it has none.
+    fn view(&self) -> &Arc<View> {
+        self.view
+            .get_or_init(|| Arc::new(self.db.dur.versions.open_view()))
+    }
+
+    /// The view a scan starting now reads through: the transaction's, or a new one under read
+    /// committed (one view per statement).
+    fn scan_view(&self) -> Arc<View> {
+        if self.isolation.holds_view() {
+            self.view().clone()
+        } else {
+            Arc::new(self.db.dur.versions.open_view())
+        }
     }
 
     fn lock_x(&mut self, t: &Table, key: &[u8]) -> Result<()> {
@@ -179,7 +246,24 @@ impl Transaction {
             .db
             .locks
             .lock(self.id, TableId(t.id()), key, LockMode::Exclusive, timeout);
+        let r = r.and_then(|()| self.first_committer_wins(t, key));
         self.ends_on_retryable(r)
+    }
+
+    /// Under snapshot isolation, refuses a key another transaction committed after this one's
+    /// view was taken. Called holding the key's lock, so no such commit is still applying.
+    fn first_committer_wins(&self, t: &Table, key: &[u8]) -> Result<()> {
+        if self.isolation != Isolation::Snapshot {
+            return Ok(());
+        }
+        match self.view.get() {
+            Some(view) if view.changed_since(t.id(), key)? => Err(Error::SerializationFailure {
+                txn: self.id,
+                table: t.name().to_string(),
+                key: String::from_utf8_lossy(key).into_owned(),
+            }),
+            _ => Ok(()),
+        }
     }
 
     fn check_key(&self, key: &[u8]) -> Result<()> {
@@ -195,7 +279,8 @@ impl Transaction {
         Ok(())
     }
 
-    /// The latest value of `key`: this transaction's own write, else the committed value.
+    /// The value of `key`: this transaction's own write, else the committed value its
+    /// isolation level sees (the read view's; under read committed, the newest).
     pub fn get(&self, t: &Table, key: &[u8]) -> Result<Option<Vec<u8>>> {
         self.usable()?;
         t.check_usable(&self.db)?;
@@ -203,16 +288,32 @@ impl Transaction {
         if let Some((_, v)) = self.writes.get(&(t.id(), key.to_vec())) {
             return Ok(v.clone());
         }
-        t.tree.get(&self.db.ctx(), key)
+        if !self.isolation.holds_view() {
+            return t.tree.get(&self.db.ctx(), key);
+        }
+        let view = self.view();
+        // the tree first, then the versions (mvcc.rs: the order makes the read right)
+        let r = t
+            .tree
+            .get(&self.db.ctx(), key)
+            .and_then(|latest| view.resolve(t.id(), key, latest));
+        self.read_ends_on_retryable(r)
     }
 
-    /// As `get`, after taking an exclusive lock on the key (held until commit or rollback).
+    /// A locking read: takes an exclusive lock on the key (held until commit or rollback),
+    /// then reads this transaction's own write, else the newest committed value, whatever
+    /// the isolation level (as InnoDB's locking reads do). Under snapshot isolation a key
+    /// committed by another transaction after the view was taken fails with
+    /// [`Error::SerializationFailure`].
     pub fn get_for_update(&mut self, t: &Table, key: &[u8]) -> Result<Option<Vec<u8>>> {
         self.usable()?;
         t.check_usable(&self.db)?;
         self.check_key(key)?;
         self.lock_x(t, key)?;
-        self.get(t, key)
+        if let Some((_, v)) = self.writes.get(&(t.id(), key.to_vec())) {
+            return Ok(v.clone());
+        }
+        t.tree.get(&self.db.ctx(), key)
     }
 
     /// Inserts or replaces `key`.
@@ -326,6 +427,7 @@ impl Transaction {
             upper,
             ws,
             reverse,
+            Some(self.scan_view()),
         ))
     }
 
@@ -356,7 +458,10 @@ impl Transaction {
             dur.space.begin_applying(range.start);
             range
         };
-        let applied = apply::apply_writes(db, &self.writes, false);
+        // numbered just before the apply: views taken until it ends do not see it
+        let cno = db.dur.versions.begin_commit();
+        let applied = apply::apply_writes(db, &self.writes, Some(cno));
+        db.dur.versions.end_commit(cno);
         if let Err(e) = applied {
             // the COMMIT is in the log: recovery will re-apply it; this process cannot
             dur.poison(&e);
@@ -377,7 +482,7 @@ impl Transaction {
 
     /// Drops the write set and the locks.
     pub fn rollback(self) {
-        if self.aborted.is_none() {
+        if self.aborted.lock().is_none() {
             self.db.counters.rollbacks.fetch_add(1, Ordering::Relaxed);
         }
     }

@@ -15,6 +15,7 @@ mod fuzz;
 mod isolation;
 mod layers;
 mod model;
+mod mvcc;
 mod reapply;
 mod small_pool;
 mod txn;

@@ -1,0 +1,643 @@
+//! mvcc: read views over the B+trees, which hold only the newest committed value of each key.
+//!
+//! The shape, and why: a commit applies its write set under exclusive key locks, key by key.
+//! Just before it changes a key it records the key's value before the change (its
+//! *before-image*, `None` for a key that did not exist) in the [`VersionStore`], tagged with the
+//! transaction's commit number. A read view sees every commit that had finished applying when
+//! it was taken: the numbers up to the last one handed out, less those still applying then
+//! (InnoDB's read view: the newest id, and the ids active at creation). A read through a view
+//! reads the tree first, then looks for the key's oldest version the view must not see; it
+//! holds the value the view sees (the value before the first change it must not see). No such
+//! version means the tree's value is the view's. Per key the versions a view must not see are
+//! always the newest ones: a commit still applying holds its keys' locks, so no later commit
+//! of the same key can have finished before the view was taken.
+//!
+//! - Old versions serve read views only, and no view survives a crash, so the store is memory:
+//!   nothing here is logged or reaches a page, and the redo format, recovery and the on-disk
+//!   layout are unchanged ("no undo on disk" holds). InnoDB keeps undo in pages through redo
+//!   because its rollback and crash recovery need it; ours need only the write set and the
+//!   COMMIT record.
+//! - A reader never waits for a writer and a writer never waits for a reader: readers take the
+//!   store's lock shared for one lookup, writers take it exclusively to add a commit's versions
+//!   once, before changing any key.
+//! - Order is what makes a read right without a latch across the tree and the store: a writer
+//!   records a version before it changes the key, and a reader reads the tree before the store.
+//!   If the reader's tree read saw the new value, the version is already recorded; if it saw the
+//!   old one, the version (when recorded) holds that same old value, since the key lock let no
+//!   one else change the key in between.
+//! - Commit numbers are handed out just before the apply, so per key they rise in commit order
+//!   (a key's next writer waits for the previous one's lock). A view leaves out every commit
+//!   still applying when it is taken, so it never sees half a transaction, and sees every
+//!   commit that returned before it was taken (reads are strict in real time).
+//! - **Purge** drops the versions no view can need: those numbered at or below both the lowest
+//!   number below which every open view sees every commit, and [`VersionStore::visible`]. It runs in the committing thread after each apply and
+//!   when a view closes, in chunks that release the lock between them, so it keeps up with
+//!   commits by construction and never holds writers for long.
+//! - **Bound**: the versions' bytes are limited by `max_history_size`. Past it the oldest
+//!   views are *expired*: their versions are purged, and their next read fails with
+//!   [`Error::SnapshotTooOld`] naming the view's age, the history size and the option, as
+//!   Oracle's ORA-01555 does. Writers are never slowed by a reader; an engine without the bound
+//!   (InnoDB's undo history) grows on disk until purge catches up, which is the production
+//!   trouble we chose not to have.
+
+use crate::error::{Error, Result};
+use parking_lot::{Mutex, RwLock};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::ops::Bound;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// How a transaction's plain reads (`get`, scans) see other transactions' commits. Locking
+/// reads (`get_for_update`) and writes always act on the newest committed value under an
+/// exclusive key lock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Isolation {
+    /// Each read sees what is committed when it runs: a `get` the newest committed value, a
+    /// scan one view taken when the scan starts (InnoDB's READ COMMITTED).
+    ReadCommitted,
+    /// Every plain read sees one view, taken at the transaction's first plain read (InnoDB's
+    /// REPEATABLE READ, its default and ours).
+    RepeatableRead,
+    /// As `RepeatableRead`, and a write or locking read of a key that another transaction
+    /// committed after the view was taken fails with [`Error::SerializationFailure`]
+    /// (first committer wins): snapshot isolation, whose one anomaly is write skew.
+    Snapshot,
+}
+
+impl Isolation {
+    /// The names `transaction_isolation` takes, in the order of the variants.
+    pub const NAMES: &'static [&'static str] = &["read_committed", "repeatable_read", "snapshot"];
+    pub const ALL: [Isolation; 3] = [
+        Isolation::ReadCommitted,
+        Isolation::RepeatableRead,
+        Isolation::Snapshot,
+    ];
+
+    pub fn name(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
+
+    /// Whether plain reads use one view for the whole transaction.
+    pub fn holds_view(self) -> bool {
+        self != Isolation::ReadCommitted
+    }
+}
+
+impl std::fmt::Display for Isolation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+crate::counter::counter_group! {
+    /// Old row versions kept for read views, and their purge.
+    pub struct HistoryCounters => HistoryStats {
+        /// Row versions (before-images) kept for read views now.
+        history_versions: "versions" gauge,
+        /// Bytes of keys and before-images kept for read views now.
+        history_bytes: "bytes" gauge,
+        /// Commits whose versions are kept, not yet purged (InnoDB's history list length).
+        purge_lag: "commits" gauge,
+        /// Read views open now.
+        views_open: "views" gauge,
+        /// Age of the oldest open read view.
+        oldest_view_age_ms: "ms" gauge,
+        /// Row versions recorded by commits.
+        versions_recorded: "versions",
+        /// Row versions purged.
+        versions_purged: "versions",
+        /// Read views opened.
+        views_opened: "views",
+        /// Read views expired because the history passed max_history_size.
+        views_expired: "views",
+    }
+}
+
+/// One version of a key: its value before commit `cno` changed it.
+struct Version {
+    cno: u64,
+    before: Option<Vec<u8>>,
+}
+
+/// A key of the store: its table's id and the key.
+pub type VersionKey = (u32, Vec<u8>);
+
+#[derive(Default)]
+struct Chains {
+    /// Per table, per key, its versions in commit order (oldest first).
+    tables: BTreeMap<u32, BTreeMap<Vec<u8>, VecDeque<Version>>>,
+    /// Per commit whose versions are kept, its keys: purge walks this in commit order.
+    commits: BTreeMap<u64, Vec<VersionKey>>,
+    bytes: u64,
+    versions: u64,
+}
+
+/// Bytes a version is charged: its key, its before-image and a fixed share for the maps.
+fn charge(key_len: usize, before: &Option<Vec<u8>>) -> u64 {
+    (key_len + before.as_ref().map_or(0, Vec::len) + 64) as u64
+}
+
+impl Chains {
+    /// Drops every version of commit `cno` (the oldest kept); returns how many.
+    fn purge_commit(&mut self, cno: u64) -> u64 {
+        let Some(keys) = self.commits.remove(&cno) else {
+            return 0;
+        };
+        let mut n = 0;
+        for (table, key) in keys {
+            let Some(t) = self.tables.get_mut(&table) else {
+                continue;
+            };
+            let Some(chain) = t.get_mut(&key) else {
+                continue;
+            };
+            // per key, commits purge in order, so this commit's version is the chain's oldest
+            if chain.front().is_some_and(|v| v.cno == cno) {
+                if let Some(v) = chain.pop_front() {
+                    self.bytes = self.bytes.saturating_sub(charge(key.len(), &v.before));
+                    self.versions -= 1;
+                    n += 1;
+                }
+            }
+            if chain.is_empty() {
+                t.remove(&key);
+                if t.is_empty() {
+                    self.tables.remove(&table);
+                }
+            }
+        }
+        n
+    }
+}
+
+/// Open views, grouped by their floor (every commit at or below it is visible to them).
+struct ViewGroup {
+    count: usize,
+    /// When the first view of the group opened.
+    opened: Instant,
+}
+
+#[derive(Default)]
+struct Clock {
+    /// The last commit number handed out.
+    last: u64,
+    /// Commits numbered and not yet wholly applied.
+    applying: BTreeSet<u64>,
+    views: BTreeMap<u64, ViewGroup>,
+}
+
+impl Clock {
+    fn visible(&self) -> u64 {
+        self.applying.first().map_or(self.last, |c| c - 1)
+    }
+
+    /// Versions numbered at or below this serve no view: the oldest view's number, or the
+    /// visible one when no view is open.
+    fn purge_limit(&self) -> u64 {
+        let v = self.visible();
+        self.views.first_key_value().map_or(v, |(&at, _)| at.min(v))
+    }
+}
+
+/// The versions kept for read views, the commit numbers and the open views.
+pub struct VersionStore {
+    clock: Mutex<Clock>,
+    chains: RwLock<Chains>,
+    /// The last commit number handed out (a view at or above it needs no lookup).
+    last: AtomicU64,
+    /// Views numbered below this were expired (their versions purged).
+    expired_below: AtomicU64,
+    /// max_history_size.
+    limit: AtomicU64,
+    pub counters: HistoryCounters,
+}
+
+/// Versions purged per chunk; the store's lock is released between chunks.
+const PURGE_CHUNK: u64 = 4096;
+
+/// A read view: sees every commit numbered at or below [`View::at`] except those still
+/// applying when it was taken. Closing (dropping) it lets purge drop what only it needed.
+pub struct View {
+    store: Arc<VersionStore>,
+    /// The last commit number handed out when the view was taken.
+    at: u64,
+    /// Commits numbered at or below `at` that were still applying then (ascending).
+    applying: Vec<u64>,
+    /// Every commit at or below this is visible to the view.
+    floor: u64,
+    opened: Instant,
+}
+
+impl std::fmt::Debug for View {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("View")
+            .field("at", &self.at)
+            .field("applying", &self.applying)
+            .finish()
+    }
+}
+
+impl View {
+    /// The newest commit number this view may see (those still applying when it was taken
+    /// excepted).
+    pub fn at(&self) -> u64 {
+        self.at
+    }
+
+    /// Seconds since the view opened.
+    pub fn age_s(&self) -> f64 {
+        self.opened.elapsed().as_secs_f64()
+    }
+
+    fn sees(&self, cno: u64) -> bool {
+        cno <= self.at && self.applying.binary_search(&cno).is_err()
+    }
+
+    /// Whether every commit numbered so far is visible to the view (reads need no lookup).
+    fn is_newest(&self) -> bool {
+        self.applying.is_empty() && self.at >= self.store.last.load(Ordering::SeqCst)
+    }
+
+    fn check_live(&self, chains: &Chains) -> Result<()> {
+        if self.floor < self.store.expired_below.load(Ordering::SeqCst) {
+            return Err(Error::SnapshotTooOld {
+                age_s: self.age_s(),
+                history_bytes: chains.bytes,
+                limit: self.store.limit.load(Ordering::Relaxed),
+            });
+        }
+        Ok(())
+    }
+
+    /// The value of `key` in `table` as this view sees it, given `latest`, the tree's value read
+    /// before this call.
+    pub fn resolve(
+        &self,
+        table: u32,
+        key: &[u8],
+        latest: Option<Vec<u8>>,
+    ) -> Result<Option<Vec<u8>>> {
+        if self.is_newest() {
+            return Ok(latest);
+        }
+        let chains = self.store.chains.read();
+        self.check_live(&chains)?;
+        let hidden = chains
+            .tables
+            .get(&table)
+            .and_then(|t| t.get(key))
+            .and_then(|chain| chain.iter().find(|v| !self.sees(v.cno)));
+        Ok(match hidden {
+            Some(v) => v.before.clone(),
+            None => latest,
+        })
+    }
+
+    /// The keys of `table` within (`lower`, `upper`) whose value in this view is not the
+    /// tree's, ascending, each with the value the view sees (`None`: absent in the view). Call
+    /// it after reading the tree's rows of the same range.
+    pub fn hidden_in(
+        &self,
+        table: u32,
+        lower: Bound<&[u8]>,
+        upper: Bound<&[u8]>,
+    ) -> Result<Vec<(Vec<u8>, Option<Vec<u8>>)>> {
+        if self.is_newest() || range_is_empty(lower, upper) {
+            return Ok(Vec::new());
+        }
+        let chains = self.store.chains.read();
+        self.check_live(&chains)?;
+        let Some(t) = chains.tables.get(&table) else {
+            return Ok(Vec::new());
+        };
+        Ok(t.range::<[u8], _>((lower, upper))
+            .filter_map(|(k, chain)| {
+                let v = chain.iter().find(|v| !self.sees(v.cno))?;
+                Some((k.clone(), v.before.clone()))
+            })
+            .collect())
+    }
+
+    /// Whether a transaction numbered above this view has changed `key` of `table` (the
+    /// first-committer-wins check of [`Isolation::Snapshot`]). Call it holding the key's lock.
+    pub fn changed_since(&self, table: u32, key: &[u8]) -> Result<bool> {
+        if self.is_newest() {
+            return Ok(false);
+        }
+        let chains = self.store.chains.read();
+        self.check_live(&chains)?;
+        Ok(chains
+            .tables
+            .get(&table)
+            .and_then(|t| t.get(key))
+            .is_some_and(|chain| chain.iter().any(|v| !self.sees(v.cno))))
+    }
+}
+
+impl Drop for View {
+    fn drop(&mut self) {
+        {
+            let mut clock = self.store.clock.lock();
+            if let Some(g) = clock.views.get_mut(&self.floor) {
+                g.count -= 1;
+                if g.count == 0 {
+                    clock.views.remove(&self.floor);
+                }
+            }
+            // an expired view's group was removed when it expired
+        }
+        self.store
+            .counters
+            .views_open
+            .fetch_sub(1, Ordering::Relaxed);
+        self.store.purge(u64::MAX);
+    }
+}
+
+/// True when no key can lie between the bounds.
+fn range_is_empty(lower: Bound<&[u8]>, upper: Bound<&[u8]>) -> bool {
+    match (lower, upper) {
+        (Bound::Included(l), Bound::Included(u)) => l > u,
+        (Bound::Included(l), Bound::Excluded(u))
+        | (Bound::Excluded(l), Bound::Included(u))
+        | (Bound::Excluded(l), Bound::Excluded(u)) => l >= u,
+        _ => false,
+    }
+}
+
+impl VersionStore {
+    /// An empty store whose versions may take `limit` bytes (max_history_size).
+    pub fn new(limit: u64) -> Arc<Self> {
+        Arc::new(VersionStore {
+            clock: Mutex::new(Clock::default()),
+            chains: RwLock::new(Chains::default()),
+            last: AtomicU64::new(0),
+            expired_below: AtomicU64::new(0),
+            limit: AtomicU64::new(limit),
+            counters: HistoryCounters::default(),
+        })
+    }
+
+    /// Changes max_history_size (takes effect at the next commit).
+    pub fn set_limit(&self, limit: u64) {
+        self.limit.store(limit, Ordering::Relaxed);
+    }
+
+    /// The highest commit number below every commit still applying: every view taken from now
+    /// on sees every transaction numbered up to it.
+    pub fn visible(&self) -> u64 {
+        self.clock.lock().visible()
+    }
+
+    /// Opens a read view of every commit that has finished applying.
+    pub fn open_view(self: &Arc<Self>) -> View {
+        let (at, applying, floor) = {
+            let mut clock = self.clock.lock();
+            let floor = clock.visible();
+            let applying: Vec<u64> = clock.applying.iter().copied().collect();
+            clock
+                .views
+                .entry(floor)
+                .or_insert_with(|| ViewGroup {
+                    count: 0,
+                    opened: Instant::now(),
+                })
+                .count += 1;
+            (clock.last, applying, floor)
+        };
+        self.counters.views_opened.fetch_add(1, Ordering::Relaxed);
+        self.counters.views_open.fetch_add(1, Ordering::Relaxed);
+        View {
+            store: self.clone(),
+            at,
+            applying,
+            floor,
+            opened: Instant::now(),
+        }
+    }
+
+    /// Numbers a commit about to apply its writes; views taken until [`Self::end_commit`] do
+    /// not see it.
+    pub fn begin_commit(&self) -> u64 {
+        let mut clock = self.clock.lock();
+        clock.last += 1;
+        let cno = clock.last;
+        clock.applying.insert(cno);
+        self.last.store(cno, Ordering::SeqCst);
+        cno
+    }
+
+    /// Records commit `cno`'s before-images, before any of its keys changes. Past
+    /// max_history_size, the oldest views are expired and their versions purged.
+    pub fn record(&self, cno: u64, versions: Vec<(VersionKey, Option<Vec<u8>>)>) {
+        if versions.is_empty() {
+            return;
+        }
+        let n = versions.len() as u64;
+        let over = {
+            let mut chains = self.chains.write();
+            let mut keys = Vec::with_capacity(versions.len());
+            for ((table, key), before) in versions {
+                chains.bytes += charge(key.len(), &before);
+                chains
+                    .tables
+                    .entry(table)
+                    .or_default()
+                    .entry(key.clone())
+                    .or_default()
+                    .push_back(Version { cno, before });
+                keys.push((table, key));
+            }
+            chains.versions += n;
+            chains.commits.insert(cno, keys);
+            self.publish(&chains);
+            chains.bytes > self.limit.load(Ordering::Relaxed)
+        };
+        self.counters
+            .versions_recorded
+            .fetch_add(n, Ordering::Relaxed);
+        if over {
+            self.expire_oldest_views();
+        }
+    }
+
+    /// Commit `cno` is wholly applied: views taken from now on see it. Purges what no view
+    /// needs any more.
+    pub fn end_commit(&self, cno: u64) {
+        self.clock.lock().applying.remove(&cno);
+        self.purge(u64::MAX);
+    }
+
+    /// Purges versions no view needs, up to `max` of them (in chunks of [`PURGE_CHUNK`], the
+    /// lock released between chunks).
+    fn purge(&self, max: u64) {
+        let mut done = 0;
+        while done < max {
+            let limit = self.clock.lock().purge_limit();
+            let mut chains = self.chains.write();
+            let mut chunk = 0;
+            while chunk < PURGE_CHUNK {
+                match chains.commits.first_key_value() {
+                    Some((&cno, _)) if cno <= limit => chunk += chains.purge_commit(cno).max(1),
+                    _ => break,
+                }
+            }
+            self.publish(&chains);
+            drop(chains);
+            self.counters
+                .versions_purged
+                .fetch_add(chunk, Ordering::Relaxed);
+            done += chunk;
+            if chunk < PURGE_CHUNK {
+                return;
+            }
+        }
+    }
+
+    /// The history is over max_history_size: expire the oldest view groups until purging up to
+    /// the next one would bring it under (or no view is left to expire), then purge.
+    fn expire_oldest_views(&self) {
+        let limit = self.limit.load(Ordering::Relaxed);
+        loop {
+            let new_floor = {
+                let mut clock = self.clock.lock();
+                let Some((&at, _)) = clock.views.first_key_value() else {
+                    return;
+                };
+                let Some(g) = clock.views.remove(&at) else {
+                    return;
+                };
+                self.counters
+                    .views_expired
+                    .fetch_add(g.count as u64, Ordering::Relaxed);
+                clock.purge_limit()
+            };
+            {
+                // under the store's lock, so a reader sees either the versions or the expiry
+                let chains = self.chains.write();
+                self.expired_below.fetch_max(new_floor, Ordering::SeqCst);
+                drop(chains);
+            }
+            self.purge(u64::MAX);
+            if self.chains.read().bytes <= limit {
+                return;
+            }
+        }
+    }
+
+    /// Stores the history gauges.
+    fn publish(&self, chains: &Chains) {
+        let c = &self.counters;
+        c.history_versions.store(chains.versions, Ordering::Relaxed);
+        c.history_bytes.store(chains.bytes, Ordering::Relaxed);
+        c.purge_lag
+            .store(chains.commits.len() as u64, Ordering::Relaxed);
+    }
+
+    /// The history's figures now.
+    pub fn stats(&self) -> HistoryStats {
+        let oldest = self
+            .clock
+            .lock()
+            .views
+            .first_key_value()
+            .map_or(0, |(_, g)| g.opened.elapsed().as_millis() as u64);
+        self.counters
+            .oldest_view_age_ms
+            .store(oldest, Ordering::Relaxed);
+        self.counters.snapshot()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn put(store: &VersionStore, key: &[u8], before: Option<&[u8]>) -> u64 {
+        let cno = store.begin_commit();
+        store.record(cno, vec![((1, key.to_vec()), before.map(<[u8]>::to_vec))]);
+        cno
+    }
+
+    #[test]
+    fn a_view_sees_the_value_before_the_first_commit_it_must_not_see() {
+        let store = VersionStore::new(1 << 20);
+        let c1 = put(&store, b"k", None); // inserts k = a
+        store.end_commit(c1);
+        let view = store.open_view();
+        let c2 = put(&store, b"k", Some(b"a")); // k = b
+        store.end_commit(c2);
+        let c3 = put(&store, b"k", Some(b"b")); // k = c
+        store.end_commit(c3);
+        assert_eq!(
+            view.resolve(1, b"k", Some(b"c".to_vec())).unwrap(),
+            Some(b"a".to_vec())
+        );
+        let later = store.open_view();
+        assert_eq!(
+            later.resolve(1, b"k", Some(b"c".to_vec())).unwrap(),
+            Some(b"c".to_vec())
+        );
+        assert!(view.changed_since(1, b"k").unwrap());
+        assert!(!later.changed_since(1, b"k").unwrap());
+        // versions c2 and c3 are kept for `view` only
+        assert_eq!(store.stats().history_versions, 2);
+        drop(view);
+        assert_eq!(store.stats().history_versions, 0);
+        assert_eq!(store.stats().purge_lag, 0);
+    }
+
+    #[test]
+    fn a_view_does_not_see_a_commit_still_applying() {
+        let store = VersionStore::new(1 << 20);
+        let c1 = store.begin_commit();
+        let view = store.open_view();
+        assert_eq!(view.at(), c1);
+        let c2 = store.begin_commit();
+        store.record(c2, vec![((1, b"y".to_vec()), None)]);
+        store.end_commit(c2); // finished before `second` opened: it sees c2, not c1
+        let second = store.open_view();
+        store.record(c1, vec![((1, b"x".to_vec()), None)]);
+        store.end_commit(c1);
+        for v in [&view, &second] {
+            assert_eq!(v.resolve(1, b"x", Some(b"new".to_vec())).unwrap(), None);
+        }
+        assert_eq!(view.resolve(1, b"y", Some(b"y2".to_vec())).unwrap(), None);
+        assert_eq!(
+            second.resolve(1, b"y", Some(b"y2".to_vec())).unwrap(),
+            Some(b"y2".to_vec())
+        );
+        let hidden = view
+            .hidden_in(1, Bound::Unbounded, Bound::Unbounded)
+            .unwrap();
+        assert_eq!(hidden, vec![(b"x".to_vec(), None), (b"y".to_vec(), None)]);
+        let third = store.open_view();
+        assert_eq!(third.at(), c2);
+        assert_eq!(
+            third.resolve(1, b"x", Some(b"new".to_vec())).unwrap(),
+            Some(b"new".to_vec())
+        );
+        drop((view, second));
+        // only `third` is open, and it sees everything: nothing is kept
+        assert_eq!(store.stats().history_versions, 0);
+    }
+
+    #[test]
+    fn past_the_limit_the_oldest_view_expires_and_its_versions_go() {
+        let store = VersionStore::new(4096);
+        let old = store.open_view();
+        for i in 0..100u32 {
+            let c = put(&store, &i.to_be_bytes(), Some(&[0u8; 100]));
+            store.end_commit(c);
+        }
+        let err = old.resolve(1, b"k", None).unwrap_err();
+        assert!(matches!(err, Error::SnapshotTooOld { .. }), "{err}");
+        let s = store.stats();
+        assert!(s.history_bytes <= 4096, "{s:?}");
+        assert_eq!(s.views_expired, 1);
+        drop(old);
+        assert_eq!(store.stats().views_open, 0);
+    }
+}
