@@ -5,6 +5,7 @@
 //! lives in its own module and uses only the engine's public API. Only commands that work are
 //! listed here: no placeholders.
 
+mod backup;
 mod bench;
 mod check;
 mod config;
@@ -101,6 +102,20 @@ enum Command {
     )]
     Recover(recover::RecoverArgs),
 
+    /// Copy a database into a new or empty directory, ready to open (an online backup)
+    #[command(
+        long_about = "Copy the database in SRC into DEST (created if missing, refused \
+        unless empty) and prepare the copy: DEST then holds a database that opens cleanly, with \
+        no recovery, and holds exactly the transactions committed before one point of the \
+        backup. The data file is copied page by page while the redo log is followed, then \
+        the copy is recovered to one point (XtraBackup's method), so a program embedding the \
+        engine backs up while it writes (Database::backup_to). This command opens SRC \
+        read-only and writes nothing to it; one that needs crash recovery is refused. A DEST \
+        that is not empty, or runs out of space, fails naming the limit, leaving DEST \
+        without any file of the backup."
+    )]
+    Backup(backup::BackupArgs),
+
     /// Print sizes and counters, grouped like SHOW ENGINE INNODB STATUS
     #[command(
         long_about = "Open the database read-only and print its sizes and counters in sections \
@@ -190,6 +205,7 @@ fn dir_args(c: &Command) -> Vec<&Path> {
         Command::Dump(a) => vec![a.dir.as_path()],
         Command::Status(a) => vec![a.dir.as_path()],
         Command::Recover(a) => vec![a.dir.as_path()],
+        Command::Backup(a) => vec![a.src.as_path()],
         Command::Check(a) => std::iter::once(a.dir.as_path())
             .chain(a.out.as_deref())
             .collect(),
@@ -232,6 +248,7 @@ fn main() -> ExitCode {
         Command::Check(a) => check::run(a),
         Command::Status(a) => status::run(a),
         Command::Recover(a) => recover::run(a),
+        Command::Backup(a) => backup::run(a),
         Command::Options(a) => knobs::run(a),
         Command::Bench(c) => bench::run_bench(c),
         Command::Sweep(c) => bench::run_sweep(c),

@@ -256,6 +256,10 @@ pub fn salvage(dir: &Path, out: &Path) -> Result<Salvaged, Failure> {
         let owner = hdr::owner(&b);
         if owner == evenkeel::catalog::CATALOG_TABLE_ID {
             for i in 0..node::nslots(&b) {
+                // a drop intent names no table (the table keeps its name's entry, if any)
+                if evenkeel::catalog::drop_intent_id(node::key(&b, i)).is_some() {
+                    continue;
+                }
                 if let (Ok(name), node::LeafValue::Inline(v)) = (
                     std::str::from_utf8(node::key(&b, i)),
                     node::leaf_value(&b, i),

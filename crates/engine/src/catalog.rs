@@ -2,6 +2,17 @@
 //! is named in the file header; each entry is `name -> table_id u32 | root u32`.
 //!
 //! DDL (create/drop) is serialised by one mutex; lookups read an in-memory map loaded at open.
+//!
+//! Dropping a table is one crash-safe unit: a logged intent that recovery completes. First an
+//! entry `\0drop:` + table id (big-endian) `-> table_id | root` is put in the catalog (one
+//! mtr; table names cannot start with a control character, so it names no table); from then on
+//! the drop happens whatever follows. Then the name's entry is deleted, the tree's pages are
+//! freed leaves first, one page (with its overflow chains) per mtr, so every page not yet
+//! freed stays reachable from the root through pages not yet freed, and finally the intent is
+//! deleted. Recovery ([`Catalog::finish_drops`], after the re-apply of cut COMMITs) finds the
+//! intents left by a crash and runs the same steps again, skipping pages already freed: a page
+//! of the dropped tree is one of its type and owner (table ids are never reused), so a freed
+//! page, on the free list or reused by another table since, is told apart.
 
 use crate::btree::{Ctx, Tree, TreeCounters};
 use crate::error::{Error, Result};
@@ -16,10 +27,27 @@ use std::sync::Arc;
 
 pub const CATALOG_TABLE_ID: u32 = 0;
 pub const MAX_TABLE_NAME: usize = 255;
+/// Catalog keys of drop intents: this prefix, then the table id (u32, big-endian).
+pub const DROP_INTENT_PREFIX: &[u8] = b"\0drop:";
+
+/// The catalog key of the drop intent of table `id`.
+pub fn drop_intent_key(id: u32) -> Vec<u8> {
+    let mut k = DROP_INTENT_PREFIX.to_vec();
+    k.extend_from_slice(&id.to_be_bytes());
+    k
+}
+
+/// The table id of a drop intent's key, or None for a table name.
+pub fn drop_intent_id(key: &[u8]) -> Option<u32> {
+    let id = key.strip_prefix(DROP_INTENT_PREFIX)?;
+    Some(u32::from_be_bytes(id.try_into().ok()?))
+}
 
 pub struct Catalog {
     pub tree: Tree,
     tables: RwLock<HashMap<String, Arc<Tree>>>,
+    /// Drops a crash interrupted, found at load: (table id, root), for `finish_drops`.
+    interrupted_drops: Mutex<Vec<(u32, PageId)>>,
     ddl: Mutex<()>,
     counters: Arc<TreeCounters>,
 }
@@ -64,6 +92,7 @@ impl Catalog {
     pub fn load(cx: &Ctx<'_>, root: PageId, counters: Arc<TreeCounters>) -> Result<Self> {
         let tree = Tree::new(CATALOG_TABLE_ID, root, counters.clone());
         let mut tables = HashMap::new();
+        let mut drops = Vec::new();
         let mut lower: Option<Vec<u8>> = None;
         loop {
             let lb = match &lower {
@@ -72,6 +101,13 @@ impl Catalog {
             };
             let batch = tree.scan_batch(cx, lb, std::ops::Bound::Unbounded, false, 256)?;
             for (k, v) in &batch.rows {
+                if let Some(id) = drop_intent_id(k) {
+                    let (_, troot) = decode(v).ok_or_else(|| {
+                        Error::corrupt(cx.pool.file().name(), root.0, "drop intent is malformed")
+                    })?;
+                    drops.push((id, troot));
+                    continue;
+                }
                 let name = String::from_utf8(k.clone()).map_err(|_| {
                     Error::corrupt(cx.pool.file().name(), root.0, "catalog name is not UTF-8")
                 })?;
@@ -87,9 +123,12 @@ impl Catalog {
                 break;
             }
         }
+        // A table whose drop began is gone, even where the crash left its name behind.
+        tables.retain(|_, t| !drops.iter().any(|&(id, _)| id == t.id));
         Ok(Catalog {
             tree,
             tables: RwLock::new(tables),
+            interrupted_drops: Mutex::new(drops),
             ddl: Mutex::new(()),
             counters,
         })
@@ -142,13 +181,67 @@ impl Catalog {
         Ok(t)
     }
 
+    /// Drops table `name` as one crash-safe unit (see the module comment); returns the pages
+    /// freed.
     pub fn drop_table(&self, cx: &Ctx<'_>, name: &str) -> Result<u64> {
         let _ddl = self.ddl.lock();
-        let Some(t) = self.tables.write().remove(name) else {
+        let Some(t) = self.tables.read().get(name).cloned() else {
             return Err(Error::TableNotFound(name.to_string()));
         };
+        // IMPORTANT: the intent is logged before anything of the table changes; once it is,
+        // recovery completes the drop.
+        self.tree
+            .put(cx, &drop_intent_key(t.id), &encode(t.id, t.root))?;
+        self.tables.write().remove(name);
         t.dropped.store(true, Ordering::Release);
         self.tree.delete(cx, name.as_bytes())?;
-        t.free_all(cx)
+        let freed = t.free_all(cx, false)?;
+        self.tree.delete(cx, &drop_intent_key(t.id))?;
+        Ok(freed)
+    }
+
+    /// Recovery: completes the drops a crash interrupted (found at load): deletes the table's
+    /// name if the crash left it, frees the pages not yet freed, deletes the intent. Safe to
+    /// crash in and run again. Returns the drops completed.
+    pub fn finish_drops(&self, cx: &Ctx<'_>) -> Result<usize> {
+        let _ddl = self.ddl.lock();
+        let drops = std::mem::take(&mut *self.interrupted_drops.lock());
+        if drops.is_empty() {
+            return Ok(0);
+        }
+        let names = self.entries(cx)?;
+        for &(id, root) in &drops {
+            for (name, _) in names
+                .iter()
+                .filter(|(_, v)| decode(v).map(|d| d.0) == Some(id))
+            {
+                self.tree.delete(cx, name)?;
+            }
+            let t = Tree::new(id, root, self.counters.clone());
+            let freed = t.free_all(cx, true)?;
+            self.tree.delete(cx, &drop_intent_key(id))?;
+            tracing::info!("recovery: completed the drop of table {id} ({freed} pages freed)");
+        }
+        Ok(drops.len())
+    }
+
+    /// Every entry of the catalog tree (names and intents), in key order.
+    fn entries(&self, cx: &Ctx<'_>) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        let mut out = Vec::new();
+        let mut lower: Option<Vec<u8>> = None;
+        loop {
+            let lb = match &lower {
+                Some(k) => std::ops::Bound::Excluded(&k[..]),
+                None => std::ops::Bound::Unbounded,
+            };
+            let batch = self
+                .tree
+                .scan_batch(cx, lb, std::ops::Bound::Unbounded, false, 256)?;
+            lower = batch.rows.last().map(|(k, _)| k.clone()).or(lower);
+            out.extend(batch.rows);
+            if batch.done {
+                return Ok(out);
+            }
+        }
     }
 }

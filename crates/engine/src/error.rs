@@ -177,6 +177,10 @@ pub enum Error {
     },
     #[error("recovery failed at LSN {lsn}: {reason}")]
     Recovery { lsn: u64, reason: String },
+    /// An online backup that did not complete (`Database::backup_to`): what went wrong and the
+    /// limit; the source database is not affected and the target holds no partial copy.
+    #[error("backup to {target} failed: {reason}")]
+    Backup { target: String, reason: String },
 }
 
 impl Error {
@@ -213,6 +217,7 @@ impl Error {
             Error::NeedsRecovery { .. } => "NeedsRecovery",
             Error::TransactionTooLarge { .. } => "TransactionTooLarge",
             Error::Recovery { .. } => "Recovery",
+            Error::Backup { .. } => "Backup",
         }
     }
 }

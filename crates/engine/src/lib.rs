@@ -65,6 +65,7 @@
 //!   txn                        transactions: write sets, commit, recovery's re-apply
 //!   status                     Status and the table of every metric it carries
 //!   db, fuzz                   the public API (Database, Status, open and recovery); fuzz entry points
+//!   backup                     online backup of an open database (Database::backup_to)
 //! ```
 //!
 //! mtr sits above buffer (it holds page latches) although DESIGN.md files it under wal: the
@@ -78,6 +79,7 @@
 
 #![deny(clippy::unwrap_used)]
 
+pub mod backup;
 #[doc(hidden)]
 pub mod btree;
 #[doc(hidden)]
@@ -120,6 +122,7 @@ pub mod types;
 #[doc(hidden)]
 pub mod wal;
 
+pub use backup::BackupReport;
 pub use check::{CheckReport, Problem, TableReport};
 pub use counter::{MetricInfo, MetricKind};
 pub use db::{check_dir, require_database, Database, Table, DATA_FILE};

@@ -586,8 +586,8 @@ fn every_command_has_help_and_only_working_commands_are_listed() {
     assert_eq!(
         listed,
         [
-            "load", "dump", "check", "recover", "status", "options", "bench", "sweep", "matrix",
-            "torture", "soak", "help"
+            "load", "dump", "check", "recover", "backup", "status", "options", "bench", "sweep",
+            "matrix", "torture", "soak", "help"
         ]
     );
     for cmd in [
@@ -595,6 +595,7 @@ fn every_command_has_help_and_only_working_commands_are_listed() {
         "dump",
         "check",
         "recover",
+        "backup",
         "status",
         "options",
         "help-options",
@@ -768,4 +769,42 @@ fn matrix_runs_each_policy_in_each_cell_and_tables_them() {
         "{}",
         text(&bad.stderr)
     );
+}
+
+#[test]
+fn backup_copies_a_database_and_refuses_a_dest_that_is_not_empty() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (src, dest) = (tmp.path().join("db"), tmp.path().join("copy"));
+    let out = run(
+        &[
+            "load",
+            dir_arg(&src),
+            "--table",
+            "t",
+            "--set",
+            "log_file_size=1M",
+        ],
+        b"a\t1\nb\t2\n",
+    );
+    expect_code(&out, 0);
+    let out = run(&["backup", dir_arg(&src), dir_arg(&dest)], b"");
+    expect_code(&out, 0);
+    assert!(
+        text(&out.stdout).contains("backed up"),
+        "{}",
+        text(&out.stdout)
+    );
+    let out = run(&["dump", dir_arg(&dest), "--table", "t"], b"");
+    expect_code(&out, 0);
+    assert_eq!(text(&out.stdout), "a\t1\nb\t2\n");
+    // a second backup into the same directory is refused, naming why, and changes nothing
+    let out = run(&["backup", dir_arg(&src), dir_arg(&dest)], b"");
+    expect_code(&out, 1);
+    assert!(
+        text(&out.stderr).contains("not empty"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = run(&["check", dir_arg(&dest)], b"");
+    expect_code(&out, 0);
 }

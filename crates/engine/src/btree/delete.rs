@@ -118,8 +118,16 @@ impl Tree {
     }
 
     /// Frees every page of the tree, root included. The caller has marked the tree dropped and
-    /// removed it from the catalog; this takes the exclusive SMO latch to wait out readers.
-    pub fn free_all(&self, cx: &Ctx<'_>) -> Result<u64> {
+    /// logged the drop's intent (catalog.rs); this takes the exclusive SMO latch to wait out
+    /// readers.
+    ///
+    /// Pages are freed deepest level first, the root last, one page (with its overflow chains)
+    /// per mtr: at every mtr boundary each page not yet freed is reachable from the root through
+    /// pages not yet freed, so a crash leaves a tree this can free again. `after_crash` is that
+    /// second run (recovery completing the drop): a page met that is not a tree page of this
+    /// table was freed before the crash (and is free, or reused by another table since; table
+    /// ids are never reused) and is skipped instead of refused.
+    pub fn free_all(&self, cx: &Ctx<'_>, after_crash: bool) -> Result<u64> {
         let _smo = self.smo.write();
         let mut level = vec![self.root];
         let mut pages = Vec::new();
@@ -128,6 +136,15 @@ impl Tree {
                 break;
             }
             let mut below = Vec::new();
+            if after_crash {
+                let mut kept = Vec::with_capacity(level.len());
+                for pid in level {
+                    if self.owns(cx, pid)? {
+                        kept.push(pid);
+                    }
+                }
+                level = kept;
+            }
             for &pid in &level {
                 let g = cx.pool.read(pid)?;
                 self.check_node(cx, &g, pid, None)?;
@@ -164,5 +181,14 @@ impl Tree {
             mtr.commit()?;
         }
         Ok(freed)
+    }
+
+    /// Whether page `pid` is a tree page of this table.
+    fn owns(&self, cx: &Ctx<'_>, pid: PageId) -> Result<bool> {
+        let g = cx.pool.read(pid)?;
+        Ok(matches!(
+            hdr::page_type(&g),
+            Some(PageType::Leaf) | Some(PageType::Internal)
+        ) && hdr::owner(&g) == self.id)
     }
 }

@@ -388,6 +388,8 @@ fn finish_open(
     let read_only = inner.read_only;
     if !read_only {
         report.transactions_reapplied = crate::txn::apply::reapply(&inner, pending)?;
+        // Drops a crash interrupted are completed once no COMMIT is left to re-apply.
+        inner.catalog.finish_drops(&inner.ctx())?;
         // A sharp checkpoint ends recovery: the next crash starts from here.
         sharp_checkpoint(&inner.dur, false)?;
     }

@@ -97,6 +97,7 @@ mod background;
 mod block;
 mod buffer;
 mod checkpoint;
+pub mod copy;
 pub(crate) mod fuzz;
 mod header;
 pub(crate) mod layout;

@@ -40,8 +40,12 @@ pub trait MakeRoom: Send + Sync {
 pub struct LogSpace {
     log: Arc<Log>,
     fence: RwLock<()>,
-    /// COMMIT LSN -> transactions applying from it.
+    /// COMMIT LSN -> transactions applying from it; also the pins of backups copying the log
+    /// ([`LogSpace::pin_checkpoint`]).
     applying: Mutex<BTreeMap<u64, u32>>,
+    /// Held from re-reading `applying` to writing the checkpoint, and by `pin_checkpoint`: a
+    /// pin taken at the checkpoint is never passed by a checkpoint computed before it.
+    gate: Mutex<()>,
     /// Set once, by the layer above, right after construction (weak: it owns this handle).
     room: OnceLock<Weak<dyn MakeRoom>>,
     /// Appends that found the log full.
@@ -56,6 +60,7 @@ impl LogSpace {
             log,
             fence: RwLock::new(()),
             applying: Mutex::new(BTreeMap::new()),
+            gate: Mutex::new(()),
             room: OnceLock::new(),
             log_full_waits: AtomicU64::new(0),
             checkpoints: AtomicU64::new(0),
@@ -134,6 +139,17 @@ impl LogSpace {
         *self.applying.lock().entry(lsn.0).or_insert(0) += 1;
     }
 
+    /// Pins the checkpoint where it is: until [`LogSpace::end_applying`] of the LSN returned
+    /// (or of a later pin taken with `begin_applying` before it is released), no checkpoint
+    /// passes it, so no log from it on is recycled. What an online backup copying the log
+    /// holds; it moves the pin forward as it copies.
+    pub fn pin_checkpoint(&self) -> Lsn {
+        let _gate = self.gate.lock();
+        let cp = self.log.checkpoint_lsn();
+        *self.applying.lock().entry(cp.0).or_insert(0) += 1;
+        cp
+    }
+
     pub fn end_applying(&self, lsn: Lsn) {
         let mut a = self.applying.lock();
         if let Some(n) = a.get_mut(&lsn.0) {
@@ -168,9 +184,15 @@ impl LogSpace {
             // checkpoint past its COMMIT is sound only if the redo of its apply (below `end`,
             // appended before the ApplyDone) is durable too: otherwise a crash would lose both
             // the COMMIT (before the checkpoint) and the page changes (never on disk).
-            self.log
-                .flush_to(end, true)
-                .and_then(|()| self.log.write_checkpoint(target))?;
+            self.log.flush_to(end, true)?;
+            // A pin taken since `target` was computed (pin_checkpoint) holds it back: the
+            // minimum is read again under the gate the pin is taken under.
+            let _gate = self.gate.lock();
+            let target = match self.applying.lock().first_key_value() {
+                Some((&a, _)) => target.min(Lsn(a)),
+                None => target,
+            };
+            self.log.write_checkpoint(target)?;
             self.checkpoints.fetch_add(1, Ordering::Relaxed);
         }
         Ok(self.log.checkpoint_lsn())

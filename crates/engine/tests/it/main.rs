@@ -4,12 +4,14 @@
 #![allow(clippy::unwrap_used)]
 
 mod api;
+mod backup;
 mod bad_input;
 mod cleaner;
 mod common;
 mod concurrency;
 mod corruption;
 mod crash;
+mod drop_crash;
 mod faults;
 mod fuzz;
 mod isolation;
