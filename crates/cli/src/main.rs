@@ -15,6 +15,7 @@ mod failure;
 mod knobs;
 mod load;
 mod recover;
+mod recovery_bench;
 mod salvage;
 mod soak;
 mod status;
@@ -189,6 +190,24 @@ enum Command {
     #[command(name = "torture-child", hide = true)]
     TortureChild(torture::ChildArgs),
 
+    /// Measure crash recovery per redo log size: time, redo MB/s and peak memory
+    #[command(
+        name = "recovery-bench",
+        long_about = "Measure crash recovery per redo log size (--log-size, default \
+        64M,1G,4G). For each, a child fills a new database's log with random puts until the \
+        checkpoint age is --fill of its capacity and is killed with SIGKILL; a second child \
+        recovers it (open and close) and reports its peak resident set size. Prints per log \
+        size the redo replayed, the open's time and its scan, redo and re-apply parts, redo \
+        MB/s, and peak RSS beside the budget (buffer pool + log buffer + recovery_memory). \
+        --set options apply to both children. Needs about twice the largest log size of \
+        free disk. Linux only."
+    )]
+    RecoveryBench(recovery_bench::RecoveryBenchArgs),
+
+    /// The processes `recovery-bench` starts (internal)
+    #[command(name = "recovery-bench-child", hide = true)]
+    RecoveryBenchChild(recovery_bench::RecoveryBenchChildArgs),
+
     /// Run TPC-C for a long time (default an hour) and check that memory stays flat and
     /// throughput does not decay
     #[command(long_about = soak::LONG_ABOUT)]
@@ -217,7 +236,10 @@ fn dir_args(c: &Command) -> Vec<&Path> {
         Command::Torture(a) => a.dir.iter().map(|p| p.as_path()).collect(),
         Command::Soak(a) => a.dir.iter().chain(&a.out).map(|p| p.as_path()).collect(),
         Command::Matrix(a) => a.dir.iter().chain(&a.out).map(|p| p.as_path()).collect(),
-        Command::Options(_) | Command::TortureChild(_) => Vec::new(),
+        Command::RecoveryBench(a) => a.dir.iter().map(|p| p.as_path()).collect(),
+        Command::Options(_) | Command::TortureChild(_) | Command::RecoveryBenchChild(_) => {
+            Vec::new()
+        }
     }
 }
 
@@ -256,6 +278,8 @@ fn main() -> ExitCode {
         Command::Torture(a) => torture::run(a),
         Command::TortureChild(a) => torture::run_child(a),
         Command::Soak(a) => soak::run(a),
+        Command::RecoveryBench(a) => recovery_bench::run(a),
+        Command::RecoveryBenchChild(a) => recovery_bench::run_child(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

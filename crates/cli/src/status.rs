@@ -324,9 +324,44 @@ fn render_recovery(o: &mut String, s: &Status) {
     );
     let _ = writeln!(
         o,
+        "Redo batches {} (largest {} bytes), COMMITs awaiting their apply at most {}; scan \
+         {:.3} s, redo {:.3} s, re-apply and checkpoint {:.3} s",
+        r.redo_batches,
+        r.redo_batch_peak_bytes,
+        r.pending_commits_peak,
+        r.scan_seconds,
+        r.redo_seconds,
+        r.reapply_seconds
+    );
+    let _ = writeln!(
+        o,
         "Transactions re-applied {}, {:.3} s",
         r.transactions_reapplied, r.seconds
     );
+    let rate = match s.replay_rate_bytes_per_s {
+        0 => "none measured yet".to_string(),
+        r => format!("{:.1} MB/s measured by the last recovery", r as f64 / 1e6),
+    };
+    let _ = writeln!(
+        o,
+        "Replay rate {rate}; a recovery now would take about {:.2} s",
+        s.recovery_time_estimate_s
+    );
+    match &s.recovery_target {
+        None => {
+            let _ = writeln!(o, "Recovery time target off");
+        }
+        Some(t) => {
+            let _ = writeln!(
+                o,
+                "Recovery time target {} s: checkpoint age held under {} bytes ({:.1} MB/s {})",
+                t.seconds,
+                t.max_age,
+                t.replay_rate as f64 / 1e6,
+                if t.measured { "measured" } else { "assumed" }
+            );
+        }
+    }
 }
 
 /// TRANSACTIONS: outcomes and the lock table.

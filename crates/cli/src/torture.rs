@@ -138,6 +138,12 @@ pub struct TortureArgs {
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
 
+    /// Fail a cycle whose recovery (the reopen, recovery included) took longer than
+    /// recovery_time_target (set it with --set recovery_time_target=SECONDS); without this
+    /// flag such cycles are counted and reported
+    #[arg(long)]
+    pub check_recovery_target: bool,
+
     #[command(flatten)]
     pub config: ConfigArgs,
 
@@ -234,6 +240,13 @@ pub fn run(args: &TortureArgs) -> CmdResult {
             .collect(),
     };
     let opts = config.options()?;
+    if args.check_recovery_target && opts.recovery_time_target == 0 {
+        return Err(Failure::Usage(
+            "--check-recovery-target needs recovery_time_target (--set \
+             recovery_time_target=SECONDS)"
+                .into(),
+        ));
+    }
     if opts.flush_log_at_trx_commit == 0 {
         return Err(Failure::Usage(
             "flush_log_at_trx_commit=0: a commit is not written to the OS when it returns, so \
@@ -470,6 +483,7 @@ impl Torture<'_> {
             .config
             .options_for(&self.db)
             .map_err(|e| fail(0, e.to_string()))?;
+        let target_s = opts.recovery_time_target;
         let t0 = Instant::now();
         let db = Database::open(&self.db, opts)
             .map_err(|e| fail(0, format!("reopening after the kill (recovery): {e}")))?;
@@ -493,6 +507,15 @@ impl Torture<'_> {
         if let Err(e) = closed {
             problems.push(format!("closing after verification: {e}"));
         }
+        let over_target = unclean && target_s > 0 && open_s > target_s as f64;
+        if over_target && self.args.check_recovery_target {
+            problems.push(format!(
+                "recovery took {open_s:.3} s, over recovery_time_target = {target_s} s ({} \
+                 redo bytes replayed at {:.1} MB/s)",
+                status.recovery.redo_bytes(),
+                status.recovery.redo_bytes() as f64 / 1e6 / open_s.max(1e-9)
+            ));
+        }
         match evenkeel::check_dir(&self.db) {
             Ok(r) if r.is_ok() => {}
             Ok(r) => problems.extend(r.problems.iter().map(|p| format!("check: {p}"))),
@@ -512,6 +535,8 @@ impl Torture<'_> {
             recovered: unclean,
             recovery: status.recovery,
             open_s,
+            recovery_target_s: target_s,
+            over_target,
             lsn: status.lsn,
             log_capacity_bytes: status.log_capacity_bytes,
             verified,

@@ -179,6 +179,13 @@ impl Database {
             log_full_waits: ld(&i.dur.space.log_full_waits),
             checkpoints: ld(&i.dur.space.checkpoints),
             recovery: i.recovery.clone(),
+            replay_rate_bytes_per_s: log.replay_rate(),
+            recovery_target: i.dur.recovery_target(),
+            recovery_time_estimate_s: lsn.saturating_sub(cp) as f64
+                / match log.replay_rate() {
+                    0 => crate::flush::ASSUMED_REPLAY_RATE,
+                    r => r,
+                } as f64,
             locks: i.locks.stats(),
             page_overhead_bytes: page::PAGE_OVERHEAD,
             buffer_pool_size: i.pool.frame_count() as u64 * i.pool.page_size() as u64,

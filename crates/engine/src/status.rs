@@ -39,6 +39,14 @@ pub struct Status {
     /// Checkpoints written by the page cleaner, a sharp checkpoint or a log-full wait.
     pub checkpoints: u64,
     pub recovery: RecoveryReport,
+    /// Redo bytes per second the last measured recovery of this database replayed (whole
+    /// open), as the checkpoint slots record it; 0: none measured yet.
+    pub replay_rate_bytes_per_s: u64,
+    /// What `recovery_time_target` asks of the page cleaner (None: the option is off).
+    pub recovery_target: Option<crate::flush::RecoveryTarget>,
+    /// Seconds a recovery would take now: the checkpoint age at the replay rate (the measured
+    /// one, else the assumed one).
+    pub recovery_time_estimate_s: f64,
     pub locks: LockStats,
     pub page_overhead_bytes: usize,
     pub buffer_pool_size: u64,
@@ -97,6 +105,15 @@ metrics! {
     log_full_waits: Counter "waits", "Appends that found the log full and waited for room.",
         |s| s.log_full_waits;
     checkpoints: Counter "checkpoints", "Checkpoints written.", |s| s.checkpoints;
+    replay_rate_bytes_per_s: Gauge "bytes/s",
+        "Redo replayed per second by the last measured recovery (whole open); 0: none yet.",
+        |s| s.replay_rate_bytes_per_s;
+    recovery_time_estimate_s: Gauge "s",
+        "Seconds a recovery would take now: the checkpoint age at the replay rate.",
+        |s| s.recovery_time_estimate_s;
+    recovery_age_limit_bytes: Gauge "bytes",
+        "The checkpoint age recovery_time_target holds the log under; 0: the option is off.",
+        |s| s.recovery_target.map_or(0, |t| t.max_age);
     foreground_stall_us: Counter "us",
         "Time user threads spent flushing or waiting for flushing: the sync point, promised log \
          space, the dirty-page limit and free frames together.",

@@ -15,6 +15,9 @@ pub struct CycleStats {
     pub recovery: RecoveryReport,
     /// Wall time of `Database::open`, recovery included.
     pub open_s: f64,
+    /// recovery_time_target (0: off), and whether this recovery took longer.
+    pub recovery_target_s: u64,
+    pub over_target: bool,
     pub lsn: u64,
     pub log_capacity_bytes: u64,
     pub verified: Verified,
@@ -32,10 +35,15 @@ impl CycleStats {
         } else {
             String::new()
         };
+        let target = match (self.recovery_target_s, self.over_target) {
+            (0, _) => String::new(),
+            (t, false) => format!(", target {t} s"),
+            (t, true) => format!(", OVER the target of {t} s"),
+        };
         format!(
-            "cycle {} seed {}: killed after {} ms; recovery {:.3} s (open {:.3} s), redo {} \
-             bytes, {} records applied, {} pages from doublewrite; {} acked commits present{flight}; \
-             {}; check ok",
+            "cycle {} seed {}: killed after {} ms; recovery {:.3} s (open {:.3} s{target}), \
+             redo {} bytes, {} records applied, {} pages from doublewrite; {} acked commits \
+             present{flight}; {}; check ok",
             self.cycle,
             self.seed,
             self.killed_after_ms,
@@ -90,6 +98,9 @@ pub struct TortureReport {
     pub recovery_s_max: f64,
     pub open_s_mean: f64,
     pub open_s_max: f64,
+    /// recovery_time_target (0: off) and the recoveries whose open took longer.
+    pub recovery_target_s: u64,
+    pub recoveries_over_target: u64,
     pub kill_after_ms_mean: f64,
     pub acked_commits_verified: u64,
     pub in_flight: u64,
@@ -119,6 +130,8 @@ impl TortureReport {
             recovery_s_max: 0.0,
             open_s_mean: 0.0,
             open_s_max: 0.0,
+            recovery_target_s: 0,
+            recoveries_over_target: 0,
             kill_after_ms_mean: 0.0,
             acked_commits_verified: 0,
             in_flight: 0,
@@ -151,6 +164,8 @@ impl TortureReport {
         self.transactions_reapplied += r.transactions_reapplied;
         self.recovery_s_max = self.recovery_s_max.max(r.seconds);
         self.open_s_max = self.open_s_max.max(c.open_s);
+        self.recovery_target_s = c.recovery_target_s;
+        self.recoveries_over_target += u64::from(c.over_target);
         self.acked_commits_verified += c.verified.acked;
         self.in_flight += c.verified.in_flight;
         self.in_flight_kept += c.verified.in_flight_applied;
@@ -203,6 +218,15 @@ impl TortureReport {
             wraps,
             self.log_capacity_bytes,
         );
+        if self.recovery_target_s > 0 {
+            out.push_str(&format!(
+                "recovery_time_target {} s: {} of {} recoveries took longer (open max {:.3} s)\n",
+                self.recovery_target_s,
+                self.recoveries_over_target,
+                self.recoveries,
+                self.open_s_max
+            ));
+        }
         if self.failures.is_empty() {
             out.push_str("failures: none");
         } else {

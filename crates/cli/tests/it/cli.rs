@@ -586,8 +586,20 @@ fn every_command_has_help_and_only_working_commands_are_listed() {
     assert_eq!(
         listed,
         [
-            "load", "dump", "check", "recover", "backup", "status", "options", "bench", "sweep",
-            "matrix", "torture", "soak", "help"
+            "load",
+            "dump",
+            "check",
+            "recover",
+            "backup",
+            "status",
+            "options",
+            "bench",
+            "sweep",
+            "matrix",
+            "torture",
+            "recovery-bench",
+            "soak",
+            "help"
         ]
     );
     for cmd in [
@@ -603,6 +615,7 @@ fn every_command_has_help_and_only_working_commands_are_listed() {
         "sweep",
         "matrix",
         "torture",
+        "recovery-bench",
         "soak",
     ] {
         let out = run(&[cmd, "--help"], b"");

@@ -240,7 +240,10 @@ fn regression_a_page_changed_while_written_stays_dirty_from_the_change() {
     drop(log);
     let (_log, rec) = Log::open(Arc::new(sim.clone()), cfg).unwrap();
     assert!(
-        rec.groups.iter().any(|g| g.start == during.start),
+        rec.collect_groups()
+            .unwrap()
+            .iter()
+            .any(|g| g.start == during.start),
         "checkpoint at {:?}: the redo of the change made during the write ({during:?}) is gone, \
          and the page on disk does not hold it",
         rec.checkpoint_lsn

@@ -23,7 +23,6 @@ use crate::space::{self, Header, HEADER_PAGE};
 use crate::types::{Lsn, PageId};
 use crate::wal::{self, FlushAtCommit, Log, LogConfig, Recovered, ScanStop};
 use parking_lot::Mutex;
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -234,6 +233,14 @@ impl Database {
         Self::open_in(storage, opts)
     }
 
+    /// Records a redo replay rate (bytes per second) as if a recovery had measured it; the
+    /// next checkpoint slot carries it. Tests use it to give `recovery_time_target` a known
+    /// rate.
+    #[doc(hidden)]
+    pub fn record_replay_rate(&self, bytes_per_s: u64) {
+        self.inner.dur.log.set_replay_rate(bytes_per_s);
+    }
+
     /// Opens a database on any storage, running crash recovery first.
     pub fn open_in(storage: Arc<dyn Storage>, opts: Options) -> Result<Database> {
         Self::open_locked(storage, opts, None, false)
@@ -258,8 +265,12 @@ impl Database {
         let location = storage.describe();
         let (file, ps, header_fault) = probe_data_file(&storage, &mut opts, read_only)?;
         let health = Health::new();
+        let scan_started = Instant::now();
         let (log, recovered) = open_log(&storage, &opts, read_only, &health, &location)?;
-        let mut report = RecoveryReport::default();
+        let mut report = RecoveryReport {
+            scan_seconds: scan_started.elapsed().as_secs_f64(),
+            ..RecoveryReport::default()
+        };
         // A clean shutdown left no torn page to repair, and opening the area may write it.
         let dwb = if read_only {
             None
@@ -280,11 +291,10 @@ impl Database {
             page_sink(&opts, &dwb),
             health,
         )?);
-        let pending = recovery::redo(&pool, &recovered, &mut report)?;
-        let (recovered_end, recovered_stop) = (recovered.end_lsn, recovered.stop.clone());
-        drop(recovered);
+        let budget = usize::try_from(opts.recovery_memory).unwrap_or(usize::MAX);
+        let pending = recovery::redo(&pool, &recovered, budget, &mut report)?;
         let dur = Durability::new(log.clone(), pool.clone(), opts.clone());
-        let header = read_header(&pool, recovered_end, &recovered_stop)?;
+        let header = read_header(&pool, recovered.end_lsn, &recovered.stop)?;
         let tree_counters = Arc::new(TreeCounters::default());
         let catalog = {
             let cx = Ctx {
@@ -316,7 +326,7 @@ impl Database {
             close_lock: Mutex::new(()),
             dir_lock: Mutex::new(dir_lock),
         };
-        finish_open(inner, pending, report, started, &log)
+        finish_open(inner, &recovered, &pending, report, started, &log)
     }
 }
 
@@ -333,7 +343,7 @@ fn open_log(
     log_cfg.read_only = read_only;
     log_cfg.health = Some(health.clone());
     let (log, recovered) = Log::open(storage.clone(), log_cfg)?;
-    if read_only && !recovered.groups.is_empty() {
+    if read_only && recovered.group_count > 0 {
         // the header says clean, yet the log holds changes past its checkpoint
         return Err(Error::NeedsRecovery {
             path: PathBuf::from(location).join(DATA_FILE),
@@ -375,27 +385,43 @@ fn read_header(pool: &BufferPool, recovered_end: Lsn, recovered_stop: &ScanStop)
     Ok(Header::decode(&g))
 }
 
-/// The end of an open: read-write, re-applies the COMMITs whose apply was cut (`pending`) and
-/// writes a sharp checkpoint; records the recovery report; starts the log's and the cleaners'
-/// threads (read-write) and read-ahead.
+/// Redo shorter than this says little about the replay rate (fixed costs dominate it), so a
+/// recovery of less keeps the rate recorded before.
+const REPLAY_RATE_MIN_REDO: u64 = 1 << 20;
+
+/// The end of an open: read-write, re-applies the COMMITs whose apply was cut (`pending`, read
+/// back from `recovered`'s log one at a time) and writes a sharp checkpoint; records the
+/// recovery report and the replay rate it measured; starts the log's and the cleaners' threads
+/// (read-write) and read-ahead.
 fn finish_open(
     inner: DbInner,
-    pending: BTreeMap<u64, Vec<wal::record::WriteOp>>,
+    recovered: &Recovered,
+    pending: &[Lsn],
     mut report: RecoveryReport,
     started: Instant,
     log: &Log,
 ) -> Result<Database> {
     let read_only = inner.read_only;
     if !read_only {
-        report.transactions_reapplied = crate::txn::apply::reapply(&inner, pending)?;
+        let t = Instant::now();
+        let ps = inner.pool.page_size();
+        report.transactions_reapplied = crate::txn::apply::reapply(&inner, pending, &mut |lsn| {
+            recovery::commit_writes(recovered, lsn, ps)
+        })?;
         // Drops a crash interrupted are completed once no COMMIT is left to re-apply.
         inner.catalog.finish_drops(&inner.ctx())?;
         // A sharp checkpoint ends recovery: the next crash starts from here.
         sharp_checkpoint(&inner.dur, false)?;
+        report.reapply_seconds = t.elapsed().as_secs_f64();
     }
     report.seconds = started.elapsed().as_secs_f64();
     if report.groups > 0 {
         tracing::info!("{}: recovery: {report:?}", inner.location);
+    }
+    if !read_only && report.redo_bytes() >= REPLAY_RATE_MIN_REDO && report.seconds > 0.0 {
+        // The whole open's time: what recovery_time_target must bound (the next checkpoint
+        // slot records it).
+        log.set_replay_rate((report.redo_bytes() as f64 / report.seconds) as u64);
     }
     let mut inner = inner;
     inner.recovery = report;

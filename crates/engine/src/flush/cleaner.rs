@@ -152,7 +152,7 @@ impl CleanerState {
         let (asyncp, syncp) = dur.points();
         // The loop must be short against the time the workload takes to fill the log: about
         // a tenth of it (a 8 MiB log filled at 4 MB/s is controlled every 200 ms).
-        let fill_s = dur.log.capacity() as f64 / avg(&self.meter.redo_rates).max(1.0);
+        let fill_s = dur.flush_capacity() as f64 / avg(&self.meter.redo_rates).max(1.0);
         let period = self
             .next_loop
             .min(Duration::from_secs_f64((fill_s / 10.0).clamp(0.05, 1.0)));
@@ -239,7 +239,8 @@ impl CleanerState {
             elapsed_s: rates.elapsed,
             lsn: dur.log.current_lsn().0,
             checkpoint_lsn: dur.log.checkpoint_lsn().0,
-            log_capacity: dur.log.capacity(),
+            // under recovery_time_target, the age that target allows
+            log_capacity: dur.flush_capacity(),
             async_point: start.async_point,
             sync_point: start.sync_point,
             redo_rate_last: rates.redo,

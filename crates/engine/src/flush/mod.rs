@@ -169,9 +169,24 @@ impl Durability {
             .saturating_sub(self.log.checkpoint_lsn().0)
     }
 
-    /// Checkpoint ages (bytes) of the async and sync flush points.
+    /// What `recovery_time_target` asks now: None when it is off.
+    pub fn recovery_target(&self) -> Option<RecoveryTarget> {
+        let seconds = self.knobs.read().recovery_time_target;
+        RecoveryTarget::new(seconds, self.log.replay_rate(), self.log.capacity())
+    }
+
+    /// The log capacity the flush points and the policies plan against: the log's own, or
+    /// under `recovery_time_target` the checkpoint age recovery replays in that time, so every
+    /// policy, the async and sync points and the commits' admission hold the age under it as
+    /// they hold it under a log of that size.
+    pub fn flush_capacity(&self) -> u64 {
+        self.recovery_target()
+            .map_or(self.log.capacity(), |t| t.max_age)
+    }
+
+    /// Checkpoint ages (bytes) of the async and sync flush points (of [`Self::flush_capacity`]).
     pub fn points(&self) -> (u64, u64) {
-        let cap = self.log.capacity() as f64;
+        let cap = self.flush_capacity() as f64;
         let k = self.knobs.read();
         (
             (cap * k.checkpoint_async_point_pct as f64 / 100.0) as u64,
@@ -281,8 +296,11 @@ impl Durability {
         let reserved = self.reserved.load(Ordering::Acquire);
         let age = self.checkpoint_age();
         let cap = self.usable_log();
+        // recovery_time_target bounds the age itself, a lone writer's too (a transaction
+        // larger than its limit still goes through once the age is 0)
+        let lone = self.recovery_target().map_or(cap, |t| cap.min(t.max_age));
         let fits = (age + bytes <= syncp && age + reserved + bytes <= cap)
-            || (reserved == 0 && (age == 0 || age + bytes <= cap));
+            || (reserved == 0 && (age == 0 || age + bytes <= lone));
         if !fits {
             return None;
         }
@@ -491,6 +509,53 @@ impl MakeRoom for Durability {
 
     fn poison(&self, e: &Error) {
         Durability::poison(self, e);
+    }
+}
+
+/// The redo replay rate `recovery_time_target` assumes until a recovery of this database has
+/// measured one, bytes per second: below what recovery measured on this machine's disk over
+/// logs of 64 MiB and more (docs/measurements.md, "Recovery"), so an unmeasured target errs
+/// short. The first recovery records the rate it reached in the checkpoint slots.
+pub const ASSUMED_REPLAY_RATE: u64 = 50 << 20;
+/// The least checkpoint age `recovery_time_target` holds the log to, bytes: under it the sync
+/// point would make nearly every commit flush pages.
+pub const RECOVERY_TARGET_MIN_AGE: u64 = 1 << 20;
+
+/// What `recovery_time_target` asks of the page cleaner (shown in `status`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct RecoveryTarget {
+    /// The option, seconds.
+    pub seconds: u64,
+    /// The redo replay rate used, bytes per second; `measured` says whether a recovery of
+    /// this database measured it (else it is [`ASSUMED_REPLAY_RATE`]).
+    pub replay_rate: u64,
+    pub measured: bool,
+    /// The checkpoint age the flushing keeps under: `seconds` of redo at `replay_rate`, at
+    /// least [`RECOVERY_TARGET_MIN_AGE`] and at most the log's capacity.
+    pub max_age: u64,
+}
+
+impl RecoveryTarget {
+    /// The target for `seconds` (0: off) at a measured rate (0: none measured) on a log of
+    /// `capacity` bytes.
+    pub fn new(seconds: u64, measured_rate: u64, capacity: u64) -> Option<RecoveryTarget> {
+        if seconds == 0 {
+            return None;
+        }
+        let replay_rate = if measured_rate > 0 {
+            measured_rate
+        } else {
+            ASSUMED_REPLAY_RATE
+        };
+        Some(RecoveryTarget {
+            seconds,
+            replay_rate,
+            measured: measured_rate > 0,
+            max_age: seconds
+                .saturating_mul(replay_rate)
+                .max(RECOVERY_TARGET_MIN_AGE)
+                .min(capacity),
+        })
     }
 }
 

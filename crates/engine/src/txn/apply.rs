@@ -144,8 +144,14 @@ pub(super) fn apply_writes(db: &DbInner, writes: &WriteSet, cno: Option<u64>) ->
 }
 
 /// Recovery: re-applies, in commit order, write sets whose COMMIT is durable but whose
-/// ApplyDone is not (their page changes may be partly missing). Returns how many.
-pub(crate) fn reapply(db: &DbInner, pending: BTreeMap<u64, Vec<WriteOp>>) -> Result<u64> {
+/// ApplyDone is not (their page changes may be partly missing). `pending` holds their COMMIT
+/// LSNs in order; `load` reads one write set back (from the log), so one is in memory at a time.
+/// Returns how many.
+pub(crate) fn reapply(
+    db: &DbInner,
+    pending: &[Lsn],
+    load: &mut dyn FnMut(Lsn) -> Result<Vec<WriteOp>>,
+) -> Result<u64> {
     let by_id: std::collections::HashMap<u32, Table> = db
         .catalog
         .all()
@@ -156,18 +162,18 @@ pub(crate) fn reapply(db: &DbInner, pending: BTreeMap<u64, Vec<WriteOp>>) -> Res
     // The checkpoint must not pass a COMMIT whose writes are not all applied: if it did and
     // this recovery crashed, the next one would not find them. Appending the re-applied
     // changes may need log space, and making room checkpoints (append_fenced).
-    for &commit_lsn in pending.keys() {
+    for &commit_lsn in pending {
         let _f = db.dur.space.fence_shared();
-        db.dur.space.begin_applying(Lsn(commit_lsn));
+        db.dur.space.begin_applying(commit_lsn);
     }
     if !pending.is_empty() {
         // all the room there is: write what redo dirtied, checkpoint up to the oldest COMMIT
         db.pool.flush_all()?;
         db.dur.checkpoint()?;
     }
-    for (commit_lsn, writes) in pending {
+    for &commit_lsn in pending {
         let mut ws = BTreeMap::new();
-        for w in writes {
+        for w in load(commit_lsn)? {
             // a table dropped after the commit has nothing left to apply to
             if let Some(t) = by_id.get(&w.table) {
                 ws.insert((w.table, w.key), (t.clone(), w.value));
@@ -175,9 +181,9 @@ pub(crate) fn reapply(db: &DbInner, pending: BTreeMap<u64, Vec<WriteOp>>) -> Res
         }
         apply_writes(db, &ws, None)?;
         let mut done = Vec::with_capacity(16);
-        record::encode_apply_done(&mut done, commit_lsn);
+        record::encode_apply_done(&mut done, commit_lsn.0);
         drop(db.dur.space.append_fenced(&done)?);
-        db.dur.space.end_applying(Lsn(commit_lsn));
+        db.dur.space.end_applying(commit_lsn);
         n += 1;
     }
     Ok(n)

@@ -22,6 +22,9 @@ pub(crate) struct Slot {
     pub number: u64,
     pub lsn: u64,
     pub epoch: u32,
+    /// Redo bytes per second the last measured recovery replayed; 0: none measured (and what
+    /// slots written before the field existed hold there).
+    pub replay_rate: u64,
 }
 
 pub(crate) fn encode_slot(geom: &Geometry, slot: &Slot) -> Vec<u8> {
@@ -32,6 +35,7 @@ pub(crate) fn encode_slot(geom: &Geometry, slot: &Slot) -> Vec<u8> {
     b[16..24].copy_from_slice(&slot.lsn.to_le_bytes());
     b[24..28].copy_from_slice(&slot.epoch.to_le_bytes());
     b[32..40].copy_from_slice(&geom.capacity().to_le_bytes());
+    b[40..48].copy_from_slice(&slot.replay_rate.to_le_bytes());
     seal(&mut b);
     b
 }
@@ -52,11 +56,12 @@ pub(super) fn decode_slot(
     if raw.get(0..4) != Some(SLOT_MAGIC.as_slice()) || le_u32(raw, 4) != Some(FORMAT_VERSION) {
         return Err("bad magic or version".into());
     }
-    let (Some(number), Some(lsn), Some(epoch), Some(cap)) = (
+    let (Some(number), Some(lsn), Some(epoch), Some(cap), Some(replay_rate)) = (
         le_u64(raw, 8),
         le_u64(raw, 16),
         le_u32(raw, 24),
         le_u64(raw, 32),
+        le_u64(raw, 40),
     ) else {
         return Err("truncated".into());
     };
@@ -65,7 +70,12 @@ pub(super) fn decode_slot(
             "fields out of range (number {number}, lsn {lsn}, capacity {cap})"
         ));
     }
-    Ok(Slot { number, lsn, epoch })
+    Ok(Slot {
+        number,
+        lsn,
+        epoch,
+        replay_rate,
+    })
 }
 
 /// Both slots as read back.
@@ -131,9 +141,11 @@ pub(crate) fn write_slot(file0: &dyn File, geom: &Geometry, slot: &Slot) -> Resu
     file0.sync()
 }
 
-/// Serialises checkpoint writers and remembers the next slot number.
+/// Serialises checkpoint writers and remembers the next slot number and the replay rate the
+/// slots carry.
 pub(crate) struct CheckpointWriter {
     pub next_number: u64,
+    pub replay_rate: u64,
 }
 
 #[cfg(test)]
@@ -154,6 +166,7 @@ mod tests {
             number: 7,
             lsn: 5000,
             epoch: 3,
+            replay_rate: 123_456_789,
         };
         let raw = encode_slot(&g, &s);
         assert_eq!(decode_slot(&raw, &g, 1), Ok(s));

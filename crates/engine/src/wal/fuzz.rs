@@ -75,20 +75,21 @@ pub(crate) fn log_file(data: &[u8]) {
     if let Err(e) = file.write_at(&img, 0) {
         panic!("the simulated storage refused a write: {e}");
     }
-    let out = match scan(&geom, &[file], start, max_epoch) {
+    let mut at = start;
+    let mut visit = |g: super::GroupRef<'_>| {
+        assert!(g.start.0 >= at, "groups out of order");
+        assert!(g.end.0 == g.start.0 + g.payload.len() as u64 + 16);
+        at = g.end.0;
+        if let Some(recs) = record::decode_group(g.payload, 4096) {
+            check_records(&recs, 4096);
+        }
+        Ok(())
+    };
+    let out = match scan(&geom, &[file], start, max_epoch, u64::MAX, &mut visit) {
         Ok(o) => o,
         Err(e) => panic!("the scan of a whole log image failed: {e}"),
     };
     assert!(out.bytes_scanned <= geom.ring_blocks * bs as u64);
-    let mut at = start;
-    for g in &out.groups {
-        assert!(g.start.0 >= at, "groups out of order");
-        assert!(g.end.0 == g.start.0 + g.payload.len() as u64 + 16);
-        at = g.end.0;
-        if let Some(recs) = record::decode_group(&g.payload, 4096) {
-            check_records(&recs, 4096);
-        }
-    }
     assert!(
         out.end_lsn == at,
         "end LSN is not the end of the last group"

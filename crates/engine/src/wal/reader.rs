@@ -1,5 +1,7 @@
-//! Recovery scan: reads blocks forward from the checkpoint LSN and returns every complete group,
-//! stopping at the first block or group that cannot belong to the log's durable history.
+//! Recovery scan: reads blocks forward from the checkpoint LSN and hands every complete group to
+//! a visitor, stopping at the first block or group that cannot belong to the log's durable
+//! history (or at a given LSN). Groups are passed borrowed from the scan's own buffer, so the
+//! scan holds one read chunk and at most one group however long the log is.
 //!
 //! What must stay true (W1): a group is returned only if every byte of it came from blocks that
 //! passed their checksum, carry the expected absolute block number, and continue the stream
@@ -11,7 +13,6 @@
 use super::block::{check_data_block, parse_group, BlockDefect, GroupParse};
 use super::layout::{Geometry, BLOCK_HEADER_SIZE};
 use super::layout::{GROUP_END_SIZE, GROUP_HEADER_SIZE};
-use super::Group;
 use crate::error::Result;
 use crate::io::File;
 use crate::types::Lsn;
@@ -37,6 +38,8 @@ pub enum ScanStop {
     BadGroup { lsn: Lsn, reason: &'static str },
     /// Read a whole lap (the log is full up to the checkpoint).
     FullLap,
+    /// Reached the LSN the caller asked to stop at (a re-read of a stretch already scanned).
+    Limit,
     /// Block failed its checksum although it is not blank and a later block (`valid_after`)
     /// of the same run is intact: the damage is inside the written stream, not a torn or lost
     /// tail. Recovery must not stop here (it would drop durable groups after it) and refuses.
@@ -52,8 +55,21 @@ pub enum ScanStop {
 /// same run (a damaged sector of 4 KiB spans 8 blocks of 512 bytes).
 const LOOKAHEAD_BLOCKS: u64 = 64;
 
+/// One complete group as the scan found it: `[start, end)` in the stream, its payload borrowed
+/// from the scan's buffer.
+#[derive(Clone, Copy, Debug)]
+pub struct GroupRef<'a> {
+    pub start: Lsn,
+    pub end: Lsn,
+    pub payload: &'a [u8],
+}
+
+/// What a scan does with each group: an error from it ends the scan with that error.
+pub(crate) type Visit<'v> = &'v mut dyn FnMut(GroupRef<'_>) -> Result<()>;
+
 pub(crate) struct ScanOutcome {
-    pub groups: Vec<Group>,
+    /// Complete groups visited.
+    pub groups: u64,
     /// End of the last complete group, or the start LSN.
     pub end_lsn: u64,
     pub bytes_scanned: u64,
@@ -97,7 +113,11 @@ struct Assembler {
     pos: usize,
     tail_lsn: u64,
     max_len: u64,
-    groups: Vec<Group>,
+    /// Groups visited, and the end of the last one (the start LSN before any).
+    groups: u64,
+    end_lsn: u64,
+    /// No group starting at or after this LSN is taken.
+    stop_at: u64,
 }
 
 impl Assembler {
@@ -108,36 +128,41 @@ impl Assembler {
         self.tail_lsn = lsn;
     }
 
-    /// Takes every complete group now in the tail; an invalid one ends the scan.
-    fn take_groups(&mut self) -> std::result::Result<(), ScanStop> {
-        loop {
+    /// Hands every complete group now in the tail to `visit`; an invalid one, or reaching
+    /// `stop_at`, ends the scan (`Some`). An error of `visit` is returned as it is.
+    fn take_groups(&mut self, visit: Visit<'_>) -> Result<Option<ScanStop>> {
+        let stop = loop {
+            if self.tail_lsn >= self.stop_at {
+                break Some(ScanStop::Limit);
+            }
             let bytes = &self.tail[self.pos..];
             match parse_group(bytes, self.tail_lsn, self.max_len) {
-                GroupParse::NeedMore => break,
+                GroupParse::NeedMore => break None,
                 GroupParse::Invalid(reason) => {
-                    return Err(ScanStop::BadGroup {
+                    break Some(ScanStop::BadGroup {
                         lsn: Lsn(self.tail_lsn),
                         reason,
                     })
                 }
                 GroupParse::Complete { total } => {
-                    let payload = bytes[GROUP_HEADER_SIZE..total - GROUP_END_SIZE].to_vec();
                     let start = self.tail_lsn;
                     self.tail_lsn += total as u64;
                     self.pos += total;
-                    self.groups.push(Group {
+                    self.groups += 1;
+                    self.end_lsn = self.tail_lsn;
+                    visit(GroupRef {
                         start: Lsn(start),
                         end: Lsn(self.tail_lsn),
-                        payload,
-                    });
+                        payload: &bytes[GROUP_HEADER_SIZE..total - GROUP_END_SIZE],
+                    })?;
                 }
             }
-        }
+        };
         if self.pos > 0 && self.pos * 2 >= self.tail.len() {
             self.tail.drain(..self.pos);
             self.pos = 0;
         }
-        Ok(())
+        Ok(stop)
     }
 
     fn pending(&self) -> bool {
@@ -179,8 +204,10 @@ fn intact_block_after(
     Ok(None)
 }
 
-/// Scans from `start_lsn` (a group boundary) to the end of the durable stream; `last_run_epoch`
-/// is the highest epoch in the checkpoint slots (the run that wrote last).
+/// Scans from `start_lsn` (a group boundary) to the end of the durable stream, or until the
+/// next group would start at or after `stop_at` ([`ScanStop::Limit`]), handing each complete
+/// group to `visit`; `last_run_epoch` is the highest epoch in the checkpoint slots (the run
+/// that wrote last).
 ///
 /// Long because it is the one loop that decides where the log ends (W1, W4, W6: checksum,
 /// lap, epoch, torn tail), and every stop condition must be read beside the others.
@@ -189,6 +216,8 @@ pub(crate) fn scan(
     files: &[Arc<dyn File>],
     start_lsn: u64,
     last_run_epoch: u32,
+    stop_at: u64,
+    visit: Visit<'_>,
 ) -> Result<ScanOutcome> {
     let mut reader = BlockReader {
         geom,
@@ -201,7 +230,9 @@ pub(crate) fn scan(
         pos: 0,
         tail_lsn: start_lsn,
         max_len: geom.capacity(),
-        groups: Vec::new(),
+        groups: 0,
+        end_lsn: start_lsn,
+        stop_at,
     };
     let first_block = geom.block_of(start_lsn);
     let mut skip = geom.offset_in_block(start_lsn) as usize;
@@ -272,7 +303,7 @@ pub(crate) fn scan(
             asm.tail.extend_from_slice(&data[skip..]);
         }
         skip = 0;
-        if let Err(s) = asm.take_groups() {
+        if let Some(s) = asm.take_groups(visit)? {
             stop = s;
             break;
         }
@@ -289,10 +320,9 @@ pub(crate) fn scan(
         }
         prev = Some((h.epoch, !h.padded && data_len < geom.payload as usize));
     }
-    let end_lsn = asm.groups.last().map_or(start_lsn, |g| g.end.0);
     Ok(ScanOutcome {
         groups: asm.groups,
-        end_lsn,
+        end_lsn: asm.end_lsn,
         bytes_scanned,
         max_epoch,
         stop,

@@ -80,6 +80,7 @@ impl Log {
             number,
             lsn,
             epoch: 1,
+            replay_rate: 0,
         };
         let (s0, s1) = (encode_slot(&geom, &slot(0)), encode_slot(&geom, &slot(1)));
         let files = create_files(storage.as_ref(), &geom, [&s0, &s1])?;
@@ -87,7 +88,8 @@ impl Log {
     }
 
     /// Opens an existing log and recovers it: picks the newest valid checkpoint slot, scans
-    /// forward returning every complete group after it, starts a new epoch (rewriting the older
+    /// forward to the end of the last complete group after it (checking every group, keeping
+    /// none: [`Recovered::source`] reads them again), starts a new epoch (rewriting the older
     /// or invalid slot) and positions appends at the first block boundary after the last
     /// complete group. A configuration whose file count, file size or block size differs from
     /// the files' is an error naming the file.
@@ -99,7 +101,14 @@ impl Log {
             .ok_or_else(|| Error::Poisoned("redo log: no files".into()))?;
         let slots = read_slots(storage.as_ref(), file0.as_ref(), &geom)?;
         let ckpt = slots.newest;
-        let outcome = scan(&geom, &files, ckpt.lsn, slots.max_epoch)?;
+        let outcome = scan(
+            &geom,
+            &files,
+            ckpt.lsn,
+            slots.max_epoch,
+            u64::MAX,
+            &mut |_| Ok(()),
+        )?;
         if let super::ScanStop::Corrupt {
             block,
             stored,
@@ -128,6 +137,7 @@ impl Log {
             number: ckpt.number + 1,
             lsn: ckpt.lsn,
             epoch,
+            replay_rate: ckpt.replay_rate,
         };
         // IMPORTANT (W6): the new epoch is durable before any block carrying it is written.
         // A read-only open writes no block, so it leaves the slots as they are.
@@ -135,13 +145,23 @@ impl Log {
             write_slot(file0.as_ref(), &geom, &next)?;
         }
         let start = geom.round_up(outcome.end_lsn);
+        let source = super::RedoSource {
+            geom: geom.clone(),
+            files: files.clone(),
+            start: ckpt.lsn,
+            end: outcome.end_lsn,
+            last_run_epoch: slots.max_epoch,
+        };
         let log = Self::assemble(cfg, geom, files, epoch, start, ckpt.lsn, next.number + 1);
+        log.shared.ckpt.lock().replay_rate = ckpt.replay_rate;
         let c = &log.shared.counters;
         c.add(&c.checkpoints, 1);
         c.add(&c.fsyncs, 1);
         let recovered = Recovered {
             checkpoint_lsn: Lsn(ckpt.lsn),
-            groups: outcome.groups,
+            group_count: outcome.groups,
+            source,
+            replay_rate: ckpt.replay_rate,
             bytes_scanned: outcome.bytes_scanned,
             checkpoint_slot_repaired: slots.one_bad,
             end_lsn: Lsn(outcome.end_lsn),
@@ -169,7 +189,10 @@ impl Log {
             epoch,
             state: Mutex::new(state),
             flushed: Condvar::new(),
-            ckpt: Mutex::new(CheckpointWriter { next_number }),
+            ckpt: Mutex::new(CheckpointWriter {
+                next_number,
+                replay_rate: 0,
+            }),
             counters: Counters::default(),
             bg_stop: Mutex::new(false),
             bg_wake: Condvar::new(),
@@ -431,6 +454,18 @@ impl Log {
     pub fn stats(&self) -> LogStats {
         self.shared.counters.snapshot()
     }
+
+    /// The redo replay rate (bytes per second) recorded with the checkpoints: the one the last
+    /// measured recovery found, or 0 if none was measured.
+    pub fn replay_rate(&self) -> u64 {
+        self.shared.ckpt.lock().replay_rate
+    }
+
+    /// Records a measured redo replay rate (bytes per second); the next checkpoint slot written
+    /// carries it, so it outlives this run (and a crash of it).
+    pub fn set_replay_rate(&self, bytes_per_s: u64) {
+        self.shared.ckpt.lock().replay_rate = bytes_per_s;
+    }
 }
 
 impl Log {
@@ -458,6 +493,7 @@ impl Log {
             number: writer.next_number,
             lsn: lsn.0,
             epoch: sh.epoch,
+            replay_rate: writer.replay_rate,
         };
         let file0 = sh.file(0)?;
         if let Err(e) = write_slot(file0.as_ref(), &sh.geom, &slot) {

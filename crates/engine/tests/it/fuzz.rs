@@ -291,7 +291,13 @@ fn write_seed_corpus() {
         };
         let (log, recovered) = Log::open(Arc::new(copy), cfg).unwrap();
         drop(log);
-        for (i, g) in recovered.groups.iter().enumerate().take(12) {
+        for (i, g) in recovered
+            .collect_groups()
+            .unwrap()
+            .iter()
+            .enumerate()
+            .take(12)
+        {
             let mut seed = vec![0u8]; // page size selector: 4096
             seed.extend_from_slice(&g.payload);
             write("log_records", &format!("{case}-{i}.bin"), &seed);

@@ -19,5 +19,6 @@ mod layers;
 mod model;
 mod mvcc;
 mod reapply;
+mod recovery;
 mod small_pool;
 mod txn;

@@ -121,13 +121,19 @@ fn check(seed: u64, round: u32, m: &Model, rec: &crate::wal::Recovered) {
         .filter(|g| g.start >= m.checkpoint)
         .collect();
     assert!(
-        rec.groups.len() <= expect.len(),
+        rec.collect_groups().unwrap().len() <= expect.len(),
         "{ctx}: recovered {} groups, only {} appended ({:?})",
-        rec.groups.len(),
+        rec.collect_groups().unwrap().len(),
         expect.len(),
         rec.stop
     );
-    for (i, (got, want)) in rec.groups.iter().zip(&expect).enumerate() {
+    for (i, (got, want)) in rec
+        .collect_groups()
+        .unwrap()
+        .iter()
+        .zip(&expect)
+        .enumerate()
+    {
         assert!(
             got == *want,
             "{ctx}: group {i} differs from the one appended (W1)"
@@ -135,9 +141,9 @@ fn check(seed: u64, round: u32, m: &Model, rec: &crate::wal::Recovered) {
     }
     let must = expect.iter().filter(|g| g.end <= m.durable).count();
     assert!(
-        rec.groups.len() >= must,
+        rec.collect_groups().unwrap().len() >= must,
         "{ctx}: lost a durable group: {} returned, {must} durable ({:?}) (W2)",
-        rec.groups.len(),
+        rec.collect_groups().unwrap().len(),
         rec.stop
     );
 }
@@ -182,15 +188,15 @@ fn torture(seed: u64, cov: &mut Coverage) {
             .filter(|g| g.start >= m.checkpoint && g.end <= m.durable)
             .count();
         cov.rounds += 1;
-        cov.groups_recovered += rec.groups.len() as u64;
-        cov.beyond_durable += u64::from(rec.groups.len() > durable);
-        cov.lost_some += u64::from(rec.groups.len() < expect);
+        cov.groups_recovered += rec.group_count;
+        cov.beyond_durable += u64::from(rec.collect_groups().unwrap().len() > durable);
+        cov.lost_some += u64::from(rec.collect_groups().unwrap().len() < expect);
         assert!(l.current_lsn() >= rec.end_lsn);
         assert!(
             l.current_lsn().0 - l.checkpoint_lsn().0 <= l.capacity(),
             "W4"
         );
-        m.groups = rec.groups;
+        m.groups = rec.collect_groups().unwrap();
         m.durable = rec.end_lsn;
         log = Some(l);
     }
@@ -231,9 +237,12 @@ fn torn_last_write_at_every_block_boundary_region() {
         });
         drop(log);
         let (_, rec) = Log::open(storage(&sim), c.clone()).unwrap();
-        assert!(!rec.groups.is_empty(), "keep {keep}: durable group lost");
-        assert_eq!(rec.groups[0].payload, payload(1, 300));
-        for (i, g) in rec.groups.iter().enumerate().skip(1) {
+        assert!(
+            !rec.collect_groups().unwrap().is_empty(),
+            "keep {keep}: durable group lost"
+        );
+        assert_eq!(rec.collect_groups().unwrap()[0].payload, payload(1, 300));
+        for (i, g) in rec.collect_groups().unwrap().iter().enumerate().skip(1) {
             assert_eq!(g.payload, payload(i as u64 + 1, 333), "keep {keep}");
         }
         // Groups 2..5 (349 stream bytes each) start on block 2 (block 1 was padded by the
@@ -244,6 +253,6 @@ fn torn_last_write_at_every_block_boundary_region() {
             2 => 3,
             _ => 5,
         };
-        assert_eq!(rec.groups.len(), expect, "keep {keep}");
+        assert_eq!(rec.collect_groups().unwrap().len(), expect, "keep {keep}");
     }
 }

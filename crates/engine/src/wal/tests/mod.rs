@@ -106,7 +106,12 @@ fn append_flush_reopen_returns_exactly_the_groups() {
         sim.crash(); // only fsynced bytes count
         drop(log);
         let (log2, rec) = open(&sim, &c);
-        assert_eq!(rec.groups, expect, "block size {}", c.block_size);
+        assert_eq!(
+            rec.collect_groups().unwrap(),
+            expect,
+            "block size {}",
+            c.block_size
+        );
         assert_eq!(rec.end_lsn, end);
         assert!(!rec.checkpoint_slot_repaired);
         assert_eq!(log2.current_lsn(), log2.flushed_lsn());
@@ -132,7 +137,7 @@ fn reopen_continues_the_stream_after_the_last_group() {
     drop(log);
     for round in 1..4u64 {
         let (log, rec) = open(&sim, &c);
-        assert_eq!(rec.groups, expect, "round {round}");
+        assert_eq!(rec.collect_groups().unwrap(), expect, "round {round}");
         let next = log.current_lsn();
         assert!(next >= rec.end_lsn);
         assert_eq!(
@@ -161,7 +166,7 @@ fn crash_keeps_what_was_fsynced_and_drops_what_was_only_written() {
     sim.crash();
     drop(log);
     let (_log, rec) = open(&sim, &c);
-    assert_eq!(rec.groups, durable);
+    assert_eq!(rec.collect_groups().unwrap(), durable);
 }
 
 #[test]
@@ -224,7 +229,7 @@ fn wrap_around_many_laps_with_trailing_checkpoints() {
     let (log, rec) = open(&sim, &c);
     let expect: Vec<Group> = all.into_iter().filter(|g| g.start >= ckpt).collect();
     assert_eq!(rec.checkpoint_lsn, ckpt);
-    assert_eq!(rec.groups, expect);
+    assert_eq!(rec.collect_groups().unwrap(), expect);
     let ring = 12;
     match rec.stop {
         ScanStop::StaleBlock { block, found } => assert_eq!(found + ring, block, "previous lap"),
@@ -261,7 +266,7 @@ fn checkpoint_slots_newest_wins_one_bad_is_repaired_both_bad_is_an_error() {
         (rec.checkpoint_lsn, rec.checkpoint_slot_repaired),
         (new, false)
     );
-    assert_eq!(rec.groups.len(), 1);
+    assert_eq!(rec.collect_groups().unwrap().len(), 1);
 
     let (sim, _old, new) = setup();
     corrupt(&sim, 0);
@@ -281,7 +286,7 @@ fn checkpoint_slots_newest_wins_one_bad_is_repaired_both_bad_is_an_error() {
         (rec.checkpoint_lsn, rec.checkpoint_slot_repaired),
         (old, true)
     );
-    assert_eq!(rec.groups.len(), 3);
+    assert_eq!(rec.collect_groups().unwrap().len(), 3);
     drop(log);
 
     let (sim, _, _) = setup();
@@ -322,7 +327,7 @@ fn block_left_behind_a_hole_by_an_older_run_is_never_returned() {
         }
         found = true;
         let (log, rec) = open(&sim, &c);
-        assert_eq!(rec.groups, kept);
+        assert_eq!(rec.collect_groups().unwrap(), kept);
         let new = append_all(&log, &[10], 30); // block 3 in epoch 2, padded
         log.flush_to(new[0].end, true).unwrap();
         sim.crash();
@@ -330,7 +335,7 @@ fn block_left_behind_a_hole_by_an_older_run_is_never_returned() {
         let (_, rec) = open(&sim, &c);
         let mut expect = kept.clone();
         expect.extend(new);
-        assert_eq!(rec.groups, expect, "seed {seed}");
+        assert_eq!(rec.collect_groups().unwrap(), expect, "seed {seed}");
         assert_eq!(rec.stop, ScanStop::EpochWentBack { block: 4 });
         break;
     }
@@ -365,7 +370,7 @@ fn partial_block_followed_by_a_block_of_the_same_run_ends_the_scan() {
         }
         found = true;
         let (_, rec) = open(&sim, &c);
-        assert_eq!(rec.groups, g1, "seed {seed}");
+        assert_eq!(rec.collect_groups().unwrap(), g1, "seed {seed}");
         assert_eq!(rec.stop, ScanStop::EndOfRun { block: 2 }, "seed {seed}");
         break;
     }
@@ -428,7 +433,7 @@ fn full_buffer_makes_appenders_drain_it_and_nothing_is_lost() {
     ));
     drop(log);
     let (_, rec) = open(&sim, &c);
-    assert_eq!(rec.groups, groups);
+    assert_eq!(rec.collect_groups().unwrap(), groups);
 }
 
 #[test]
@@ -488,7 +493,7 @@ fn modes_zero_and_two_become_durable_through_the_background_thread() {
         sim.crash();
         drop(log);
         let (_, rec) = open(&sim, &c);
-        assert_eq!(rec.groups.len(), 1, "{mode:?}");
+        assert_eq!(rec.collect_groups().unwrap().len(), 1, "{mode:?}");
     }
 }
 
@@ -509,7 +514,7 @@ fn close_stops_the_background_thread_and_loses_nothing() {
     sim.crash();
     drop(log);
     let (_, rec) = open(&sim, &c);
-    assert_eq!(rec.groups, groups);
+    assert_eq!(rec.collect_groups().unwrap(), groups);
 }
 
 #[test]
@@ -527,7 +532,7 @@ fn garbage_in_the_data_area_never_panics_and_returns_nothing_invalid() {
             f.sync().unwrap();
         }
         let (_, rec) = open(&sim, &c);
-        assert!(rec.groups.is_empty(), "seed {seed}");
+        assert!(rec.collect_groups().unwrap().is_empty(), "seed {seed}");
     }
 }
 
@@ -571,5 +576,9 @@ fn a_checkpoint_past_an_applied_commit_makes_its_apply_durable() {
     drop(log);
     let (_log, rec) = open(&sim, &small());
     assert_eq!(rec.checkpoint_lsn, cp);
-    assert!(rec.groups.iter().any(|g| g.start == apply.start));
+    assert!(rec
+        .collect_groups()
+        .unwrap()
+        .iter()
+        .any(|g| g.start == apply.start));
 }
