@@ -106,6 +106,11 @@ pub struct TpccArgs {
     /// Customers per district (spec: 3000); smaller for quick looks.
     #[arg(long, hide = true)]
     pub customers: Option<u32>,
+    /// Every SECONDS, check TPC-C's consistency conditions (1-10, 12) in one transaction while
+    /// the clients run: on an engine whose reads see one snapshot per transaction (evenkeel's
+    /// and InnoDB's default), every condition holds. Printed and in summary.json; 0: off.
+    #[arg(long, value_name = "SECONDS", default_value_t = 0)]
+    pub live_check: u64,
 }
 
 impl TpccArgs {
@@ -123,6 +128,7 @@ impl TpccArgs {
             mix,
             items: self.items,
             customers: self.customers,
+            live_check_every_s: self.live_check,
         };
         o.validate()?;
         Ok(o)

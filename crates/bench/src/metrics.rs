@@ -274,6 +274,9 @@ engine_metrics! {
     log_bytes_written => log_write_bytes: count "bytes" from "log_written_bytes";
     /// fsyncs of the redo log.
     log_fsyncs => log_fsyncs: count "fsyncs" from "log_fsyncs";
+    /// Commits whose old row versions are kept for read views, not yet purged (InnoDB's
+    /// history list length).
+    purge_lag => purge_lag: gauge(u64) "commits" from "purge_lag";
 }
 
 #[cfg(test)]

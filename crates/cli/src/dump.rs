@@ -2,7 +2,8 @@
 //! `load` reads, so `dump | load` rebuilds the same rows and a second dump is byte-identical.
 //!
 //! The database is opened read-only: a dump writes nothing to it, and one that needs crash
-//! recovery is refused with the command that runs it. Output goes through one large buffer. A closed pipe (`| head`) ends the dump quietly with
+//! recovery is refused with the command that runs it. The rows are read from one snapshot
+//! (`Database::snapshot`). Output goes through one large buffer. A closed pipe (`| head`) ends the dump quietly with
 //! exit 0: the reader asked for no more, which is not a failure of the dump.
 
 use crate::config::ConfigArgs;
@@ -44,8 +45,10 @@ pub fn run(args: &DumpArgs) -> CmdResult {
 
 fn dump_table(db: &Database, name: &str) -> CmdResult {
     let table = db.table(name)?;
-    let txn = db.begin();
-    let rows = table.range(&txn, ..)?;
+    // one snapshot: on an open database with writers (an embedding program's) it would be a
+    // consistent copy too
+    let snap = db.snapshot();
+    let rows = snap.range(&table, ..)?;
     let mut stdout = std::io::stdout().lock();
     let mut buf = Vec::with_capacity(WRITE_BUFFER_BYTES + 4096);
     let mut write = |buf: &mut Vec<u8>| -> Result<bool, Failure> {

@@ -180,6 +180,7 @@ pub fn run(args: &SoakArgs) -> CmdResult {
         mix: Mix::TpccMysql,
         items: None,
         customers: None,
+        live_check_every_s: 0,
     };
     let run = run_tpcc(&o).map_err(|e| Failure::Operation(e.to_string()))?;
     let q = quarters(&run.rows);

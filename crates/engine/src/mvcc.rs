@@ -124,6 +124,9 @@ struct Version {
 /// A key of the store: its table's id and the key.
 pub type VersionKey = (u32, Vec<u8>);
 
+/// A key and the value a view sees for it (`None`: absent in the view).
+pub type SeenRow = (Vec<u8>, Option<Vec<u8>>);
+
 #[derive(Default)]
 struct Chains {
     /// Per table, per key, its versions in commit order (oldest first).
@@ -303,7 +306,7 @@ impl View {
         table: u32,
         lower: Bound<&[u8]>,
         upper: Bound<&[u8]>,
-    ) -> Result<Vec<(Vec<u8>, Option<Vec<u8>>)>> {
+    ) -> Result<Vec<SeenRow>> {
         if self.is_newest() || range_is_empty(lower, upper) {
             return Ok(Vec::new());
         }
@@ -552,6 +555,7 @@ impl VersionStore {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

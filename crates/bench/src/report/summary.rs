@@ -128,6 +128,9 @@ pub struct Summary {
     pub tpm_total: Option<f64>,
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub transactions: Vec<KindSummary>,
+    /// Consistency checks run in one transaction while the clients ran (`--live-check`).
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub live_checks: Vec<crate::tpcc::check::LiveCheck>,
     // Insert benchmark.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub ips_av: Option<f64>,

@@ -21,7 +21,7 @@ use crate::recorder::Recorder;
 use crate::report::summary::{flushing_line, machine_line, stability_line, RunEvent, Summary};
 use crate::report::{default_out, now_unix_s, write_results};
 use crate::sampler::{Clients, SampleRow, Sampler};
-use crate::tpcc::check::{check, CheckReport};
+use crate::tpcc::check::{check, check_live, CheckReport, LiveCheck};
 use crate::tpcc::client::{run_client, AckedFile, Shared};
 use crate::tpcc::input::{InputGen, Mix, TxnKind};
 use crate::tpcc::load::load;
@@ -44,6 +44,9 @@ pub struct TpccOptions {
     /// Smaller item and customer counts than the spec's, for tests and quick looks.
     pub items: Option<u32>,
     pub customers: Option<u32>,
+    /// Seconds between consistency checks run in one transaction while the clients run
+    /// (`check_live`); 0: none.
+    pub live_check_every_s: u64,
 }
 
 impl TpccOptions {
@@ -183,7 +186,12 @@ pub fn run_tpcc(o: &TpccOptions) -> BenchResult<RunOutput> {
     let data_dir = persistent.then(|| dd.path.clone());
     let failed = AtomicBool::new(false);
     let mut sch = Scheduler::new(o.common.schedule.clone());
+    let live = std::sync::Mutex::new(Vec::new());
     let (rows, total) = std::thread::scope(|s| -> BenchResult<(Vec<SampleRow>, Recorder)> {
+        if o.live_check_every_s > 0 {
+            let (shared, live) = (&shared, &live);
+            s.spawn(move || live_checks(d, o.live_check_every_s, &shared.stop, live));
+        }
         let handles: Vec<_> = (0..o.connections)
             .map(|i| {
                 let (shared, clients, failed) = (&shared, &clients, &failed);
@@ -223,10 +231,11 @@ pub fn run_tpcc(o: &TpccOptions) -> BenchResult<RunOutput> {
         ));
     }
     let events = sch.into_events();
+    let live = live.into_inner().unwrap_or_else(|p| p.into_inner());
     finish(
         o,
         d,
-        (rows, events),
+        (rows, events, live),
         &total,
         (meta.scale, load_seconds),
         &con,
@@ -287,10 +296,51 @@ fn sample_loop(
     Ok((rows, total))
 }
 
+/// Every `every_s` seconds until `stop`, checks the database's consistency in one transaction
+/// while the clients run; each result goes to `out`.
+fn live_checks(
+    d: &dyn Driver,
+    every_s: u64,
+    stop: &AtomicBool,
+    out: &std::sync::Mutex<Vec<LiveCheck>>,
+) {
+    let started = std::time::Instant::now();
+    let mut next = every_s as f64;
+    while !stop.load(Ordering::Relaxed) {
+        if started.elapsed().as_secs_f64() < next {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            continue;
+        }
+        let at_s = started.elapsed().as_secs_f64();
+        let r = check_live(d);
+        let seconds = started.elapsed().as_secs_f64() - at_s;
+        let check = match r {
+            Ok((report, rows)) => LiveCheck {
+                at_s,
+                seconds,
+                rows,
+                rows_per_s: rows as f64 / seconds.max(1e-9),
+                failures: report.failures.iter().map(ToString::to_string).collect(),
+            },
+            Err(e) => LiveCheck {
+                at_s,
+                seconds,
+                rows: 0,
+                rows_per_s: 0.0,
+                failures: vec![format!("the check did not complete: {e}")],
+            },
+        };
+        if let Ok(mut v) = out.lock() {
+            v.push(check);
+        }
+        next = started.elapsed().as_secs_f64() + every_s as f64;
+    }
+}
+
 fn finish(
     o: &TpccOptions,
     d: &dyn Driver,
-    (rows, events): (Vec<SampleRow>, Vec<RunEvent>),
+    (rows, events, live): (Vec<SampleRow>, Vec<RunEvent>, Vec<LiveCheck>),
     total: &Recorder,
     (scale, load_seconds): (Scale, f64),
     con: &Console,
@@ -319,6 +369,17 @@ fn finish(
         .collect();
     s.load_seconds = Some(load_seconds);
     s.events = events;
+    for c in &live {
+        let verdict = match c.failures.first() {
+            None => "every condition held".to_string(),
+            Some(f) => format!("{} failure(s), the first: {f}", c.failures.len()),
+        };
+        con.result(&format!(
+            "[Live check] at {:.0} s: {} rows in one transaction in {:.1} s ({:.0} rows/s); {verdict}",
+            c.at_s, c.rows, c.seconds, c.rows_per_s
+        ));
+    }
+    s.live_checks = live;
     let out_dir = o.common.out.clone().unwrap_or_else(|| default_out("tpcc"));
     write_results(&out_dir, &s, &rows)?;
     for k in &s.transactions {

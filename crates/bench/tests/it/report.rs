@@ -65,6 +65,7 @@ pub(crate) fn recorded() -> Vec<SampleRow> {
                 read_ahead_evicted_unused: Some(t % 3),
                 log_write_bytes: Some(2_000_000),
                 log_fsyncs: Some(300),
+                purge_lag: Some(t % 5),
             },
             cpu_pct: 150.0,
             rss_bytes: 300_000_000,

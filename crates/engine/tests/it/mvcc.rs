@@ -123,11 +123,8 @@ fn scans_through_a_view_see_deleted_rows_and_not_new_ones() {
     // both ends at once meet without repeating or skipping a row
     let mut scan = snap.range(&t, ..).unwrap();
     let (mut front, mut tail) = (Vec::new(), Vec::new());
-    loop {
-        match scan.next() {
-            Some(r) => front.push(r.unwrap()),
-            None => break,
-        }
+    while let Some(r) = scan.next() {
+        front.push(r.unwrap());
         match scan.next_back() {
             Some(r) => tail.push(r.unwrap()),
             None => break,

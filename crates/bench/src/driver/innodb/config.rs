@@ -229,7 +229,9 @@ pub fn my_cnf(innodb: &[(String, String)], p: &Paths<'_>, user: &str) -> String 
          skip-name-resolve\n\
          skip-log-bin\n\
          default-storage-engine = InnoDB\n\
-         transaction-isolation = READ-COMMITTED\n\
+         # InnoDB's default and evenkeel's: plain reads see one read view per transaction,\n\
+         # locking reads and writes the newest committed rows.\n\
+         transaction-isolation = REPEATABLE-READ\n\
          # A lock-wait timeout rolls back the whole transaction, as a deadlock does, so both\n\
          # are retryable the same way (the driver trait's contract).\n\
          innodb_rollback_on_timeout = ON\n\

@@ -4,12 +4,12 @@
 //!
 //! Each driver table is an InnoDB table `(k VARBINARY(512) PRIMARY KEY, v LONGBLOB)` in the
 //! database `evenkeel`; every driver call is one prepared statement (cached per connection):
-//! `get` a plain SELECT (a consistent read under READ COMMITTED), `get_for_update` SELECT ...
-//! FOR UPDATE, `put` INSERT ... ON DUPLICATE KEY UPDATE, `delete` DELETE, `scan` a bounded
-//! SELECT ... ORDER BY k [DESC] LIMIT n. Isolation is READ COMMITTED plus locking reads, as
-//! evenkeel promises. Deadlock (1213) and lock-wait timeout (1205, which rolls back the whole
-//! transaction: `innodb_rollback_on_timeout`) are retryable; after any error the transaction
-//! is rolled back and finished.
+//! `get` a plain SELECT (a consistent read from the transaction's read view), `get_for_update`
+//! SELECT ... FOR UPDATE, `put` INSERT ... ON DUPLICATE KEY UPDATE, `delete` DELETE, `scan` a
+//! bounded SELECT ... ORDER BY k [DESC] LIMIT n. Isolation is REPEATABLE READ (InnoDB's
+//! default) plus locking reads, as evenkeel's default is. Deadlock (1213) and lock-wait timeout
+//! (1205, which rolls back the whole transaction: `innodb_rollback_on_timeout`) are retryable;
+//! after any error the transaction is rolled back and finished.
 //!
 //! Must never: send SQL built from a key or value (they only travel as parameters), or hand
 //! a connection with an open transaction to the next `begin`.

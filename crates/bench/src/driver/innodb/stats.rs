@@ -170,6 +170,7 @@ impl StatsReader {
             read_ahead_pages: g("Innodb_buffer_pool_read_ahead"),
             read_ahead_evicted_unused: g("Innodb_buffer_pool_read_ahead_evicted"),
             log_bytes_written: g("Innodb_os_log_written"),
+            purge_lag: g("Innodb_history_list_length"),
             ..EngineStats::default()
         };
         let extra = [
