@@ -37,10 +37,11 @@
 //! # }
 //! ```
 //!
-//! Reads see the latest committed value of each key plus the transaction's own writes (read
-//! committed); `get_for_update` and every write take an exclusive key lock held to commit. A
-//! retryable error ([`Error::is_retryable`]: deadlock, lock wait timeout) rolls the
-//! transaction back: run it again. [`Database::open_read_only`] opens a database without
+//! Plain reads see one read view per transaction plus its own writes (repeatable read, see
+//! [`Isolation`]); [`Database::snapshot`] is a read-only view of every table. `get_for_update`
+//! and every write take an exclusive key lock held to commit and act on the newest committed
+//! value. A retryable error ([`Error::is_retryable`]: deadlock, lock wait timeout, an expired
+//! view, a snapshot write conflict) rolls the transaction back: run it again. [`Database::open_read_only`] opens a database without
 //! writing anything to it. Every option, its default and its range: [`Options::help`] or
 //! `evenkeel options`.
 //!
