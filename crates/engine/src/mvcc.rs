@@ -359,8 +359,8 @@ impl Drop for View {
     }
 }
 
-/// True when no key can lie between the bounds.
-fn range_is_empty(lower: Bound<&[u8]>, upper: Bound<&[u8]>) -> bool {
+/// True when no key can lie between the bounds (BTreeMap::range panics on such ranges).
+pub fn range_is_empty(lower: Bound<&[u8]>, upper: Bound<&[u8]>) -> bool {
     match (lower, upper) {
         (Bound::Included(l), Bound::Included(u)) => l > u,
         (Bound::Included(l), Bound::Excluded(u))

@@ -222,7 +222,11 @@ fn a_check_in_one_transaction_sees_one_snapshot_while_clients_commit() {
         let mut last = 0;
         while checks < 6 {
             let (report, rows) = check_live(&d).expect("check");
-            assert!(report.ok(), "a snapshot check failed: {:?}", report.failures);
+            assert!(
+                report.ok(),
+                "a snapshot check failed: {:?}",
+                report.failures
+            );
             assert!(rows > 1000, "{rows} rows read");
             let now = done();
             // count only checks that had commits going on around them

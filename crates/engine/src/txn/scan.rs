@@ -13,16 +13,7 @@ use std::sync::Arc;
 /// Rows a scan fetches from the tree per descent.
 const SCAN_BATCH_ROWS: usize = 256;
 
-/// True when no key can lie between the bounds (BTreeMap::range panics on such ranges).
-pub(super) fn range_is_empty(lower: Bound<&[u8]>, upper: Bound<&[u8]>) -> bool {
-    match (lower, upper) {
-        (Bound::Included(l), Bound::Included(u)) => l > u,
-        (Bound::Included(l), Bound::Excluded(u))
-        | (Bound::Excluded(l), Bound::Included(u))
-        | (Bound::Excluded(l), Bound::Excluded(u)) => l >= u,
-        _ => false,
-    }
-}
+pub(super) use crate::mvcc::range_is_empty;
 
 fn as_ref(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
     match b {
