@@ -355,7 +355,7 @@ impl Drop for View {
             .counters
             .views_open
             .fetch_sub(1, Ordering::Relaxed);
-        self.store.purge(u64::MAX);
+        self.store.purge();
     }
 }
 
@@ -470,14 +470,13 @@ impl VersionStore {
     /// needs any more.
     pub fn end_commit(&self, cno: u64) {
         self.clock.lock().applying.remove(&cno);
-        self.purge(u64::MAX);
+        self.purge();
     }
 
-    /// Purges versions no view needs, up to `max` of them (in chunks of [`PURGE_CHUNK`], the
-    /// lock released between chunks).
-    fn purge(&self, max: u64) {
-        let mut done = 0;
-        while done < max {
+    /// Purges every version no view needs, in chunks of [`PURGE_CHUNK`] (the lock released
+    /// between chunks).
+    fn purge(&self) {
+        loop {
             let limit = self.clock.lock().purge_limit();
             let mut chains = self.chains.write();
             let mut chunk = 0;
@@ -492,7 +491,6 @@ impl VersionStore {
             self.counters
                 .versions_purged
                 .fetch_add(chunk, Ordering::Relaxed);
-            done += chunk;
             if chunk < PURGE_CHUNK {
                 return;
             }
@@ -523,7 +521,7 @@ impl VersionStore {
                 self.expired_below.fetch_max(new_floor, Ordering::SeqCst);
                 drop(chains);
             }
-            self.purge(u64::MAX);
+            self.purge();
             if self.chains.read().bytes <= limit {
                 return;
             }

@@ -237,17 +237,13 @@ impl Scan {
             let tree_last = batch.rows.last().map(|(k, _)| k.clone());
             if let Some(view) = &self.view {
                 // the keys this batch covers: from the cursor to its last row, or to the
-                // bound when it ends the range (rows deleted since the view lie there too)
-                let end = match batch.rows.last() {
-                    _ if batch.done => None,
-                    Some((k, _)) => Some(Bound::Included(&k[..])),
-                    None => Some(Bound::Excluded(&[][..])), // nothing covered yet
-                };
-                let covered = match end {
-                    None => Some((lower, upper)),
-                    Some(Bound::Excluded(_)) => None,
-                    Some(e) if up => Some((lower, e)),
-                    Some(e) => Some((e, upper)),
+                // bound when it ends the range (rows deleted since the view lie there too);
+                // none when it ends nothing and holds no row
+                let covered = match (batch.done, batch.rows.last()) {
+                    (true, _) => Some((lower, upper)),
+                    (false, Some((k, _))) if up => Some((lower, Bound::Included(&k[..]))),
+                    (false, Some((k, _))) => Some((Bound::Included(&k[..]), upper)),
+                    (false, None) => None,
                 };
                 if let Some((l, u)) = covered {
                     let hidden = view.hidden_in(self.table.id(), l, u)?;
