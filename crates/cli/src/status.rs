@@ -340,7 +340,7 @@ fn render_recovery(o: &mut String, s: &Status) {
     );
     let rate = match s.replay_rate_bytes_per_s {
         0 => "none measured yet".to_string(),
-        r => format!("{:.1} MB/s measured by the last recovery", r as f64 / 1e6),
+        r => format!("{:.1} MB/s recorded from recoveries", r as f64 / 1e6),
     };
     let _ = writeln!(
         o,
@@ -354,11 +354,13 @@ fn render_recovery(o: &mut String, s: &Status) {
         Some(t) => {
             let _ = writeln!(
                 o,
-                "Recovery time target {} s: checkpoint age held under {} bytes ({:.1} MB/s {})",
+                "Recovery time target {} s: checkpoint age held under {} bytes (planned at \
+                 {:.1} MB/s, a share of the {:.1} MB/s {})",
                 t.seconds,
                 t.max_age,
+                t.planned_rate as f64 / 1e6,
                 t.replay_rate as f64 / 1e6,
-                if t.measured { "measured" } else { "assumed" }
+                if t.measured { "recorded" } else { "assumed" }
             );
         }
     }

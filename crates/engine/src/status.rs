@@ -39,12 +39,14 @@ pub struct Status {
     /// Checkpoints written by the page cleaner, a sharp checkpoint or a log-full wait.
     pub checkpoints: u64,
     pub recovery: RecoveryReport,
-    /// Redo bytes per second the last measured recovery of this database replayed (whole
-    /// open), as the checkpoint slots record it; 0: none measured yet.
+    /// The redo replay rate recorded from this database's recoveries (bytes per second over
+    /// the whole open; a slower recovery lowers it at once, a faster one raises it slowly:
+    /// [`crate::flush::next_replay_rate`]), as the checkpoint slots carry it; 0: none measured
+    /// yet.
     pub replay_rate_bytes_per_s: u64,
     /// What `recovery_time_target` asks of the page cleaner (None: the option is off).
     pub recovery_target: Option<crate::flush::RecoveryTarget>,
-    /// Seconds a recovery would take now: the checkpoint age at the replay rate (the measured
+    /// Seconds a recovery would take now: the checkpoint age at the replay rate (the recorded
     /// one, else the assumed one).
     pub recovery_time_estimate_s: f64,
     pub locks: LockStats,
@@ -106,7 +108,8 @@ metrics! {
         |s| s.log_full_waits;
     checkpoints: Counter "checkpoints", "Checkpoints written.", |s| s.checkpoints;
     replay_rate_bytes_per_s: Gauge "bytes/s",
-        "Redo replayed per second by the last measured recovery (whole open); 0: none yet.",
+        "Redo replay rate recorded from recoveries (whole open; follows the slowest recent \
+        one); 0: none yet.",
         |s| s.replay_rate_bytes_per_s;
     recovery_time_estimate_s: Gauge "s",
         "Seconds a recovery would take now: the checkpoint age at the replay rate.",

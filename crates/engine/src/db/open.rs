@@ -233,7 +233,7 @@ impl Database {
         Self::open_in(storage, opts)
     }
 
-    /// Records a redo replay rate (bytes per second) as if a recovery had measured it; the
+    /// Sets the recorded redo replay rate (bytes per second), as a recovery records it; the
     /// next checkpoint slot carries it. Tests use it to give `recovery_time_target` a known
     /// rate.
     #[doc(hidden)]
@@ -391,7 +391,8 @@ const REPLAY_RATE_MIN_REDO: u64 = 1 << 20;
 
 /// The end of an open: read-write, re-applies the COMMITs whose apply was cut (`pending`, read
 /// back from `recovered`'s log one at a time) and writes a sharp checkpoint; records the
-/// recovery report and the replay rate it measured; starts the log's and the cleaners' threads
+/// recovery report and, from the replay rate it measured, the rate to record
+/// ([`crate::flush::next_replay_rate`]); starts the log's and the cleaners' threads
 /// (read-write) and read-ahead.
 fn finish_open(
     inner: DbInner,
@@ -419,9 +420,11 @@ fn finish_open(
         tracing::info!("{}: recovery: {report:?}", inner.location);
     }
     if !read_only && report.redo_bytes() >= REPLAY_RATE_MIN_REDO && report.seconds > 0.0 {
-        // The whole open's time: what recovery_time_target must bound (the next checkpoint
-        // slot records it).
-        log.set_replay_rate((report.redo_bytes() as f64 / report.seconds) as u64);
+        // Over the whole open's time: what recovery_time_target must bound. The record falls
+        // to a slower rate at once and rises slowly to a faster one (the next checkpoint slot
+        // carries it).
+        let measured = (report.redo_bytes() as f64 / report.seconds) as u64;
+        log.set_replay_rate(crate::flush::next_replay_rate(log.replay_rate(), measured));
     }
     let mut inner = inner;
     inner.recovery = report;

@@ -173,12 +173,17 @@ fn recovery_time_target_is_dynamic_and_shown_in_status() {
     db.set_option("recovery_time_target", "3").unwrap();
     let t = db.status().recovery_target.unwrap();
     assert_eq!(t.seconds, 3);
-    // no recovery measured yet: the assumed rate, and no more than the log holds
+    // no recovery measured yet: the assumed rate, planned with its margin, and no more than
+    // the log holds
     assert!(!t.measured);
     assert_eq!(t.replay_rate, evenkeel::flush::ASSUMED_REPLAY_RATE);
     assert_eq!(
+        t.planned_rate,
+        t.replay_rate / evenkeel::flush::RECOVERY_TARGET_RATE_MARGIN
+    );
+    assert_eq!(
         t.max_age,
-        (3 * t.replay_rate).min(db.status().log_capacity_bytes)
+        (3 * t.planned_rate).min(db.status().log_capacity_bytes)
     );
     let e = db.set_option("recovery_time_target", "100000").unwrap_err();
     assert!(e.to_string().contains("recovery_time_target"), "{e}");
@@ -188,12 +193,13 @@ fn recovery_time_target_is_dynamic_and_shown_in_status() {
 
 #[test]
 fn recovery_time_target_holds_the_checkpoint_age_under_its_limit() {
-    // A 16 MiB log with a measured replay rate of 1 MiB/s: a 2 s target allows 2 MiB of age.
+    // A 16 MiB log with a recorded replay rate of 2 MiB/s, planned at half: a 2 s target
+    // allows 2 MiB of age.
     let o = big_log_opts();
     let sim = SimStorage::new();
     let db = Database::create_in(Arc::new(sim.clone()), o.clone()).unwrap();
     db.set_option("recovery_time_target", "2").unwrap();
-    db.record_replay_rate(1 << 20);
+    db.record_replay_rate(2 << 20);
     let limit = db.status().recovery_target.unwrap().max_age;
     assert_eq!(limit, 2 << 20);
     let t = db.create_table("t").unwrap();
@@ -210,7 +216,8 @@ fn recovery_time_target_holds_the_checkpoint_age_under_its_limit() {
         txn.commit().unwrap();
         max_age = max_age.max(db.status().checkpoint_age_bytes);
     }
-    // the sync point (94% of the limit) stops commits, plus what one commit appends
+    // the sync point (94% of the limit) stops commits, and every reservation counts against
+    // the limit
     assert!(
         max_age <= limit,
         "checkpoint age reached {max_age} over the target's limit {limit}"
