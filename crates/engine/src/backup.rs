@@ -125,7 +125,10 @@ fn target_files() -> Vec<String> {
         DWB_FILE_NAME.to_string(),
         REDO_STAGING_FILE.to_string(),
     ];
-    v.extend((0..MAX_LOG_FILES).map(layout::file_name));
+    for i in 0..MAX_LOG_FILES {
+        v.push(layout::LogSet::A.file_name(i));
+        v.push(layout::LogSet::B.file_name(i));
+    }
     v
 }
 
@@ -414,6 +417,8 @@ impl Database {
         report: &mut BackupReport,
     ) -> Result<()> {
         let mut opts = self.inner.opts.clone();
+        // The copy's log is replaced below: no resize of it at this open.
+        opts.log_capacity = 0;
         opts.buffer_pool_size = opts.buffer_pool_size.min(PREPARE_POOL_BYTES);
         opts.buffer_pool_instances = 1;
         let copy = Database::open_in(target_arc.clone(), opts)?;

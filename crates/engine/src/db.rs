@@ -163,6 +163,10 @@ impl Database {
         let ld = |a: &AtomicU64| a.load(Ordering::Relaxed);
         let log = &i.dur.log;
         let (lsn, cp) = (log.current_lsn().0, log.checkpoint_lsn().0);
+        // Read apart, each guard dropped at once: a read guard alive in this statement while
+        // another is taken would deadlock with a set_option waiting to write in between.
+        let flush_policy = i.dur.knobs.read().adaptive_flushing;
+        let recovery_target = i.dur.recovery_target();
         Status {
             location: i.location.clone(),
             page_size: i.pool.page_size(),
@@ -173,14 +177,14 @@ impl Database {
             checkpoint_age_pct: 100.0 * lsn.saturating_sub(cp) as f64 / log.capacity() as f64,
             log_capacity_bytes: log.capacity(),
             log: log.stats(),
-            flush_policy: i.dur.knobs.read().adaptive_flushing,
+            flush_policy,
             flush: i.dur.counters.snapshot(),
             admission_delay_now_us: ld(&i.dur.admission_delay_now_us),
             log_full_waits: ld(&i.dur.space.log_full_waits),
             checkpoints: ld(&i.dur.space.checkpoints),
             recovery: i.recovery.clone(),
             replay_rate_bytes_per_s: log.replay_rate(),
-            recovery_target: i.dur.recovery_target(),
+            recovery_target,
             recovery_time_estimate_s: lsn.saturating_sub(cp) as f64
                 / match log.replay_rate() {
                     0 => crate::flush::ASSUMED_REPLAY_RATE,
@@ -236,11 +240,7 @@ impl Database {
     /// effect within one page-cleaner loop. Others are rejected with the list of dynamic ones.
     pub fn set_option(&self, name: &str, value: &str) -> Result<()> {
         self.inner.check_open()?;
-        let canonical = name.trim().to_ascii_lowercase().replace('-', "_");
-        let canonical = canonical
-            .strip_prefix("innodb_")
-            .unwrap_or(&canonical)
-            .to_string();
+        let canonical = crate::options::canonical_name(name);
         if !crate::options::DYNAMIC_KNOBS.contains(&canonical.as_str()) {
             return Err(Error::InvalidOption {
                 name: name.to_string(),
@@ -254,10 +254,93 @@ impl Database {
         let mut k = self.inner.dur.knobs.read().clone();
         k.set(&canonical, value)?;
         k.validate()?;
+        if canonical == "log_capacity" {
+            return self.resize_log(k.log_capacity).map(|_| ());
+        }
         self.inner.dur.versions.set_limit(k.max_history_size);
         *self.inner.dur.knobs.write() = k;
         self.inner.dur.wake_flusher();
         Ok(())
+    }
+
+    /// Resizes the redo log to `capacity` bytes of log files (split evenly over the log's
+    /// files, rounded down to whole blocks) while the database keeps taking reads and writes:
+    /// what
+    /// `set_option("log_capacity", ..)` does. A shrink first writes back the oldest dirty pages
+    /// until the checkpoint age fits under the new log's async point; writers are held off only
+    /// while the last blocks are copied. Crash-safe at every step: a crash leaves either the old
+    /// log or the new one in use, never a mix, and nothing committed is lost. Refused, with the
+    /// log keeping its size, while a backup copies the log, when the size is out of range (the
+    /// error names it), or when the checkpoint age cannot be brought within it in 30 s.
+    pub fn resize_log(&self, capacity: u64) -> Result<crate::wal::ResizeOutcome> {
+        self.resize_log_within(capacity, crate::flush::RESIZE_WAIT_MAX)
+    }
+
+    /// As [`Database::resize_log`], giving up after `max_wait` (instead of 30 s) when the
+    /// checkpoint age cannot be brought within the new log.
+    pub fn resize_log_within(
+        &self,
+        capacity: u64,
+        max_wait: std::time::Duration,
+    ) -> Result<crate::wal::ResizeOutcome> {
+        self.inner.check_writable("resizing the redo log")?;
+        let mut k = self.inner.dur.knobs.read().clone();
+        let files = self.inner.dur.log.file_geometry().1;
+        if capacity == 0 {
+            return Err(Error::InvalidOption {
+                name: "log_capacity".into(),
+                value: "0".into(),
+                expected: "the size to resize the open log to (0 means \"as the files are\" \
+                           only at open)"
+                    .into(),
+            });
+        }
+        k.log_capacity = capacity;
+        k.log_files_in_group = files;
+        k.validate()?;
+        let file_size = k.log_file_size_wanted();
+        let requested = file_size * u64::from(files);
+        let log = &self.inner.dur.log;
+        // The log buffer must fit in the new log (and the geometry be valid): refused with the
+        // least size that would do.
+        log.capacity_for(file_size, files)
+            .map_err(|e| Error::InvalidOption {
+                name: "log_capacity".into(),
+                value: crate::options::format_size(capacity),
+                expected: format!(
+                    "a size whose {files} files make a valid log ({e}); with log_buffer_size = {} \
+                 at least {}",
+                    crate::options::format_size(log.config().buffer_size as u64),
+                    crate::options::format_size(
+                        log.file_bytes_for(log.config().buffer_size as u64, files)
+                    )
+                ),
+            })?;
+        let outcome = if log.file_geometry() == (file_size, files) {
+            let cap = log.capacity();
+            crate::wal::ResizeOutcome {
+                old_capacity: cap,
+                new_capacity: cap,
+                age_at_switch: self.inner.dur.checkpoint_age(),
+                copied_bytes: 0,
+            }
+        } else {
+            self.inner
+                .dur
+                .resize_log(file_size, files, requested, max_wait)?
+        };
+        k.log_file_size = file_size;
+        *self.inner.dur.knobs.write() = k;
+        Ok(outcome)
+    }
+
+    /// Holds the checkpoint where it is until the returned guard is dropped, as a backup
+    /// copying the log does: for tests of what a held-back checkpoint refuses.
+    #[doc(hidden)]
+    pub fn hold_checkpoint(&self) -> CheckpointHold {
+        let space = self.inner.dur.space.clone();
+        let lsn = space.pin_checkpoint();
+        CheckpointHold { space, lsn }
     }
 
     /// The current value of every option (dynamic ones as last set).
@@ -278,5 +361,18 @@ impl Database {
     /// Writes everything back and marks a clean shutdown. Other handles become unusable.
     pub fn close(self) -> Result<()> {
         self.inner.shutdown()
+    }
+}
+
+/// See [`Database::hold_checkpoint`].
+#[doc(hidden)]
+pub struct CheckpointHold {
+    space: std::sync::Arc<crate::wal::LogSpace>,
+    lsn: crate::types::Lsn,
+}
+
+impl Drop for CheckpointHold {
+    fn drop(&mut self) {
+        self.space.end_applying(self.lsn);
     }
 }

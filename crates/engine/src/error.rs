@@ -181,6 +181,10 @@ pub enum Error {
     /// limit; the source database is not affected and the target holds no partial copy.
     #[error("backup to {target} failed: {reason}")]
     Backup { target: String, reason: String },
+    /// An online redo log resize (`log_capacity`) that did not happen: why, and the limit. The
+    /// log keeps its old size and nothing committed is affected.
+    #[error("redo log resize to log_capacity = {requested} refused: {reason}")]
+    LogResize { requested: u64, reason: String },
 }
 
 impl Error {
@@ -218,6 +222,7 @@ impl Error {
             Error::TransactionTooLarge { .. } => "TransactionTooLarge",
             Error::Recovery { .. } => "Recovery",
             Error::Backup { .. } => "Backup",
+            Error::LogResize { .. } => "LogResize",
         }
     }
 }

@@ -32,7 +32,7 @@ pub(super) fn probe_data_file(
     };
     if !storage.exists(DATA_FILE) {
         let log0 = wal::layout::file_name(0);
-        return Err(bad(if storage.exists(&log0) {
+        return Err(bad(if wal::log_exists(storage.as_ref()) {
             format!(
                 "no database here: the data file is missing but the redo log {log0} exists \
                  (a create that did not finish, or a removed data file)"

@@ -183,16 +183,18 @@ impl Database {
             });
         }
         let log0 = wal::layout::file_name(0);
-        if storage.exists(&log0) {
+        if wal::log_exists(storage.as_ref()) {
             return Err(Error::BadDatabase {
                 path: PathBuf::from(storage.describe()).join(&log0),
                 reason: format!(
                     "a redo log file exists but {DATA_FILE} does not: an earlier create did not \
                      finish (the data file is made durable last), or the data file was removed; \
-                     remove the ib_logfile* and {DWB_FILE_NAME} files to create a new database"
+                     remove the ib_logfile*, ib_redo* and {DWB_FILE_NAME} files to create a new database"
                 ),
             });
         }
+        let mut opts = opts;
+        opts.log_file_size = opts.log_file_size_wanted();
         let ps = opts.page_size;
         let health = Health::new();
         let mut log_cfg = log_config(&opts);
@@ -433,7 +435,17 @@ fn finish_open(
         inner.start_cleaners()?;
     }
     inner.start_read_ahead()?;
-    Ok(Database {
+    let resize_to = (!read_only
+        && inner.opts.log_capacity != 0
+        && inner.opts.log_file_size_wanted() != inner.opts.log_file_size)
+        .then_some(inner.opts.log_capacity);
+    let db = Database {
         inner: Arc::new(inner),
-    })
+    };
+    // A log_capacity that differs from the files' resizes the log now, as a restart with a new
+    // innodb_redo_log_capacity does.
+    if let Some(capacity) = resize_to {
+        db.resize_log(capacity)?;
+    }
+    Ok(db)
 }

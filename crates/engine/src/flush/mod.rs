@@ -18,7 +18,10 @@
 pub mod cleaner;
 pub mod lru;
 pub mod policy;
+mod resize;
 pub mod sample;
+
+pub use resize::RESIZE_WAIT_MAX;
 
 use crate::buffer::BufferPool;
 use crate::error::{Error, Result};

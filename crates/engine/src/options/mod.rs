@@ -16,8 +16,8 @@ use std::path::Path;
 
 mod value;
 
-use value::{format_size, Kind, KnobValue, GIB, KIB, MIB, TIB};
-pub use value::{FlushPolicy, MIN_PAGES_PER_INSTANCE};
+pub use value::{format_size, FlushPolicy, MIN_PAGES_PER_INSTANCE};
+use value::{Kind, KnobValue, GIB, KIB, MIB, TIB};
 
 /// One row of the table: everything known about a knob.
 struct Knob {
@@ -73,6 +73,8 @@ knobs! {
     log_file_size: u64 = 48 * MIB, Kind::Size { min: 256 * KIB, max: 512 * GIB };
     /// Number of redo log files, reused circularly behind the checkpoint.
     log_files_in_group: u32 = 2, Kind::Int { min: 1, max: 100, unit: "" };
+    /// Total bytes of the redo log files, split evenly over log_files_in_group (InnoDB's innodb_redo_log_capacity); 0: log_file_size x log_files_in_group. Set on an open database it resizes the log online; at open, a value that differs from the files' resizes the log after recovery. Dynamic.
+    log_capacity: u64 = 0, Kind::Size { min: 0, max: 100 * 512 * GIB };
     /// Bytes of the in-memory log buffer; an appender waits (counted) when it is full.
     log_buffer_size: u64 = 16 * MIB, Kind::Size { min: 256 * KIB, max: 4 * GIB };
     /// Bytes per redo log block (the unit of log writes): 512 or 4096.
@@ -153,14 +155,20 @@ pub const DYNAMIC_KNOBS: &[&str] = &[
     "transaction_isolation",
     "max_history_size",
     "recovery_time_target",
+    "log_capacity",
 ];
 
-/// `Innodb-Buffer-Pool-Size` -> `buffer_pool_size`.
-fn canonical_name(name: &str) -> String {
+/// `Innodb-Buffer-Pool-Size` -> `buffer_pool_size`; InnoDB 8.0.30's `innodb_redo_log_capacity`
+/// -> `log_capacity`.
+pub(crate) fn canonical_name(name: &str) -> String {
     let lower = name.trim().to_ascii_lowercase().replace('-', "_");
-    match lower.strip_prefix("innodb_") {
+    let name = match lower.strip_prefix("innodb_") {
         Some(rest) => rest.to_string(),
         None => lower,
+    };
+    match name.as_str() {
+        "redo_log_capacity" => "log_capacity".to_string(),
+        _ => name,
     }
 }
 
@@ -344,6 +352,17 @@ impl Options {
 
     /// Checks every field against its range (fields are public, so they may have been set
     /// directly) and the rules between fields.
+    /// The size of each redo log file these options ask for: `log_capacity` split over
+    /// `log_files_in_group` (rounded down to whole log blocks) when it is set, else
+    /// `log_file_size`.
+    pub fn log_file_size_wanted(&self) -> u64 {
+        if self.log_capacity == 0 {
+            return self.log_file_size;
+        }
+        let block = self.log_block_size as u64;
+        self.log_capacity / u64::from(self.log_files_in_group.max(1)) / block * block
+    }
+
     pub fn validate(&self) -> Result<()> {
         for knob in KNOBS {
             let value = (knob.get)(self);
@@ -378,6 +397,22 @@ impl Options {
                     self.checkpoint_async_point_pct
                 ),
             });
+        }
+        if self.log_capacity != 0 {
+            let files = u64::from(self.log_files_in_group);
+            let least = 256 * KIB * files;
+            if self.log_capacity < least {
+                return Err(Error::InvalidOption {
+                    name: "log_capacity".to_string(),
+                    value: format_size(self.log_capacity),
+                    expected: format!(
+                        "0 (log_file_size x log_files_in_group) or at least {} (256K per file \
+                         with log_files_in_group = {files}), at most {}",
+                        format_size(least),
+                        format_size(100 * 512 * GIB)
+                    ),
+                });
+            }
         }
         let page_size = self.page_size as u64;
         let instances = self.buffer_pool_instances as u64;

@@ -122,7 +122,7 @@ pub(super) fn parse_size(raw: &str) -> Option<u64> {
 }
 
 /// The largest suffix that divides `v` exactly: 128M, 1T, 3000 (bytes).
-pub(super) fn format_size(v: u64) -> String {
+pub fn format_size(v: u64) -> String {
     for (unit, suffix) in [(TIB, "T"), (GIB, "G"), (MIB, "M"), (KIB, "K")] {
         if v >= unit && (v / unit) * unit == v {
             return format!("{}{suffix}", v / unit);

@@ -20,8 +20,9 @@ pub(crate) enum Failure {
     Closed,
 }
 
-#[derive(Debug)]
 pub(crate) struct State {
+    /// The files and geometry appends and flushes use (replaced by an online resize).
+    pub ring: std::sync::Arc<super::ring::Ring>,
     pub current: u64,
     pub written: u64,
     pub flushed: u64,
@@ -46,8 +47,15 @@ pub(crate) struct BlockImage {
 
 impl State {
     /// A log positioned at `lsn` (a block boundary) with everything before it durable.
-    pub fn new(lsn: u64, checkpoint: u64, files: usize, buffer_size: usize) -> Self {
+    pub fn new(
+        lsn: u64,
+        checkpoint: u64,
+        ring: std::sync::Arc<super::ring::Ring>,
+        buffer_size: usize,
+    ) -> Self {
+        let files = ring.files.len();
         State {
+            ring,
             current: lsn,
             written: lsn,
             flushed: lsn,
@@ -153,7 +161,13 @@ mod tests {
         };
         let g = Geometry::new(&cfg).unwrap();
         let start = g.first_lsn();
-        let mut st = State::new(start, start, 2, cfg.buffer_size);
+        let ring = crate::wal::ring::Ring {
+            geom: g.clone(),
+            files: Vec::new(),
+            set: crate::wal::layout::LogSet::A,
+            generation: 0,
+        };
+        let mut st = State::new(start, start, std::sync::Arc::new(ring), cfg.buffer_size);
         let payload = vec![9u8; 600];
         let s = st.push_group(600, |b| {
             b.copy_from_slice(&payload);

@@ -8,10 +8,9 @@
 //! valid. Must never write a slot with an epoch lower than one a block on disk may carry.
 
 use super::block::{checksum_ok, le_u32, le_u64, seal};
-use super::header::{path_of, FORMAT_VERSION};
-use super::layout::{slot_offset, Geometry};
+use super::layout::{slot_offset, Geometry, FORMAT_VERSION};
 use crate::error::{Error, Result};
-use crate::io::{File, Storage};
+use crate::io::File;
 
 const SLOT_MAGIC: &[u8; 4] = b"EKCP";
 
@@ -89,11 +88,7 @@ pub(crate) struct Slots {
 }
 
 /// Reads and checks both slots; both invalid is an error naming the file.
-pub(crate) fn read_slots(
-    storage: &dyn Storage,
-    file0: &dyn File,
-    geom: &Geometry,
-) -> Result<Slots> {
+pub(crate) fn read_slots(file0: &dyn File, geom: &Geometry) -> Result<Slots> {
     let mut found = Vec::with_capacity(2);
     let mut reasons = Vec::with_capacity(2);
     for index in 0..2 {
@@ -104,7 +99,7 @@ pub(crate) fn read_slots(
             Err(r) => {
                 tracing::warn!(
                     "{}: checkpoint slot {index} (offset {}) is invalid: {r}",
-                    path_of(storage, 0).display(),
+                    file0.name(),
                     slot_offset(geom, index)
                 );
                 reasons.push(format!(
@@ -116,7 +111,7 @@ pub(crate) fn read_slots(
     }
     let Some(newest) = found.iter().copied().max_by_key(|s| s.number) else {
         return Err(Error::BadDatabase {
-            path: path_of(storage, 0),
+            path: file0.name().into(),
             reason: format!(
                 "both redo log checkpoint slots are invalid ({}); recovery has no starting \
                  point and refuses to guess one. Way out: `evenkeel check --salvage --out DIR` \

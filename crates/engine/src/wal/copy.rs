@@ -18,7 +18,7 @@ use super::block::check_data_block;
 use super::block::BlockDefect;
 use super::checkpoint::{decode_slot, encode_slot, write_slot, Slot};
 use super::header::create_files;
-use super::layout::{slot_offset, Geometry, HEADER_BLOCKS};
+use super::layout::{slot_offset, Geometry, LogSet, HEADER_BLOCKS};
 use super::{Log, LogConfig};
 use crate::error::{Error, Result};
 use crate::io::{File, Storage};
@@ -51,18 +51,44 @@ pub struct LogCopier {
     staged: Arc<dyn File>,
     /// Blocks read again because a read failed its checks (torn by a concurrent rewrite).
     pub rereads: u64,
+    /// Keeps a resize from replacing the files while they are copied.
+    _lease: CopyLease,
+}
+
+/// A copier's claim on the log's files: while one is held no resize starts.
+struct CopyLease(Arc<super::writer::Shared>);
+
+impl Drop for CopyLease {
+    fn drop(&mut self) {
+        self.0.users.lock().copiers -= 1;
+    }
 }
 
 impl Log {
     /// A copier of this log from `start` (a checkpoint LSN), staging into `staged` (empty).
+    /// Refused while the log is being resized (the files are being replaced).
     pub fn copier(&self, start: Lsn, staged: Arc<dyn File>) -> Result<LogCopier> {
         let sh = &*self.shared;
-        let file0 = sh.file(0)?;
+        let lease = {
+            let mut users = sh.users.lock();
+            if users.resizing {
+                return Err(Error::Backup {
+                    target: staged.name().to_string(),
+                    reason: "the redo log is being resized (log_capacity); run the backup \
+                             when the resize has finished"
+                        .into(),
+                });
+            }
+            users.copiers += 1;
+            CopyLease(self.shared.clone())
+        };
+        let ring = sh.ring();
+        let file0 = ring.file(0)?;
         let mut best: Option<Slot> = None;
         for index in 0..2 {
-            let mut raw = vec![0u8; sh.geom.block_size];
-            file0.read_at(&mut raw, slot_offset(&sh.geom, index))?;
-            if let Ok(s) = decode_slot(&raw, &sh.geom, index) {
+            let mut raw = vec![0u8; ring.geom.block_size];
+            file0.read_at(&mut raw, slot_offset(&ring.geom, index))?;
+            if let Ok(s) = decode_slot(&raw, &ring.geom, index) {
                 if best.is_none_or(|b| s.number > b.number) {
                     best = Some(s);
                 }
@@ -74,11 +100,14 @@ impl Log {
                 file0.name()
             ))
         })?;
-        let first_block = sh.geom.block_of(start.0);
+        let first_block = ring.geom.block_of(start.0);
+        let mut cfg = sh.cfg.clone();
+        cfg.file_size = ring.geom.file_size;
+        cfg.files = ring.geom.files;
         Ok(LogCopier {
-            geom: sh.geom.clone(),
-            cfg: sh.cfg.clone(),
-            src: sh.files.clone(),
+            geom: ring.geom.clone(),
+            cfg,
+            src: ring.files.clone(),
             template,
             epoch: sh.epoch,
             start: start.0,
@@ -88,6 +117,7 @@ impl Log {
             copied_lsn: start.0,
             staged,
             rereads: 0,
+            _lease: lease,
         })
     }
 }
@@ -217,7 +247,7 @@ impl LogCopier {
             ..self.template
         };
         let (s0, s1) = (encode_slot(&geom, &slot(2)), encode_slot(&geom, &slot(3)));
-        let out = create_files(target, &geom, [&s0, &s1])?;
+        let out = create_files(target, &geom, LogSet::A, 0, Some([&s0, &s1]))?;
         let mut b = self.first_block;
         while b < self.staged_end {
             let n = (self.staged_end - b).min(COPY_CHUNK_BYTES / bs);
@@ -243,24 +273,24 @@ pub fn create_log_at(target: Arc<dyn Storage>, mut cfg: LogConfig, lsn: Lsn) -> 
     cfg.read_only = false;
     cfg.health = None;
     let log = Log::create(target, cfg)?;
-    let sh = log.shared.clone();
+    let ring = log.shared.ring();
     log.close()?;
     drop(log);
-    let file0 = sh.file(0)?;
-    let mut raw = vec![0u8; sh.geom.block_size];
-    file0.read_at(&mut raw, slot_offset(&sh.geom, 0))?;
-    let template = decode_slot(&raw, &sh.geom, 0).map_err(|r| Error::BadDatabase {
+    let file0 = ring.file(0)?;
+    let mut raw = vec![0u8; ring.geom.block_size];
+    file0.read_at(&mut raw, slot_offset(&ring.geom, 0))?;
+    let template = decode_slot(&raw, &ring.geom, 0).map_err(|r| Error::BadDatabase {
         path: file0.name().into(),
         reason: format!("the checkpoint slot just written does not read back: {r}"),
     })?;
-    let at = sh.geom.round_up(lsn.0);
+    let at = ring.geom.round_up(lsn.0);
     for number in [2, 3] {
         // IMPORTANT: each slot is fsynced by write_slot; both name the new start. Fields
         // besides number and LSN (the epoch, any the format gains) keep the created log's.
         #[allow(clippy::needless_update)]
         write_slot(
             file0.as_ref(),
-            &sh.geom,
+            &ring.geom,
             &Slot {
                 number,
                 lsn: at,

@@ -2,28 +2,39 @@
 //! capacity, index), and opening them with every recorded field checked against the
 //! configuration.
 //!
+//! Also which of the two file sets ([`LogSet`]) holds the log: an online resize (resize.rs)
+//! builds the resized log in the other set, and a crash may leave both.
+//!
 //! What must stay true: a file header is written once, at create, and never again; `create`
 //! makes the files and their directory entries durable before it returns; `open` refuses a file
-//! whose header does not match the configuration (no silent recreate: resizing the log is an
-//! explicit step — close cleanly, remove the files, create). Must never truncate or overwrite an
-//! existing log.
+//! whose header does not match the configuration (no silent recreate: resizing is the explicit
+//! online step of resize.rs). Must never truncate or overwrite an existing log. Of two sets, the
+//! one in use is the newer generation that has a valid checkpoint slot: a resized set gets its
+//! first slot only once all its files are durable, so a set without one is a resize that never
+//! finished, and a set older than one with a slot is a log a finished resize replaced.
 
 use super::block::{checksum_ok, le_u32, le_u64, seal};
-use super::layout::{file_name, Geometry};
+use super::checkpoint::decode_slot;
+use super::layout::{slot_offset, Geometry, LogSet};
+use super::LogConfig;
 use crate::error::{Error, Result};
 use crate::io::{File, FileKind, Storage};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-pub(crate) const FORMAT_VERSION: u32 = 1;
+use super::layout::FORMAT_VERSION;
 const FILE_MAGIC: &[u8; 4] = b"EKLG";
 
 /// "dir/ib_logfile0", for error messages.
-pub(crate) fn path_of(storage: &dyn Storage, index: usize) -> PathBuf {
-    PathBuf::from(storage.describe()).join(file_name(index))
+pub(crate) fn path_of(storage: &dyn Storage, set: LogSet, index: usize) -> PathBuf {
+    PathBuf::from(storage.describe()).join(set.file_name(index))
 }
 
-fn encode(geom: &Geometry, index: usize) -> Vec<u8> {
+/// Byte offset of the generation in a file header: 0 in logs made before online resize (the
+/// bytes were zero), one more than the replaced set's in a resized set.
+const GENERATION_AT: usize = 36;
+
+fn encode(geom: &Geometry, index: usize, generation: u64) -> Vec<u8> {
     let mut b = vec![0u8; geom.block_size];
     b[0..4].copy_from_slice(FILE_MAGIC);
     b[4..8].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
@@ -32,6 +43,7 @@ fn encode(geom: &Geometry, index: usize) -> Vec<u8> {
     b[16..20].copy_from_slice(&geom.files.to_le_bytes());
     b[20..28].copy_from_slice(&geom.file_size.to_le_bytes());
     b[28..36].copy_from_slice(&geom.capacity().to_le_bytes());
+    b[GENERATION_AT..GENERATION_AT + 8].copy_from_slice(&generation.to_le_bytes());
     seal(&mut b);
     b
 }
@@ -74,27 +86,30 @@ pub(super) fn check(raw: &[u8], geom: &Geometry, index: usize) -> std::result::R
     Ok(())
 }
 
-/// Creates the log files, each `file_size` bytes with its header; file 0 also gets `slots`
-/// (the two checkpoint slot blocks, already encoded). Refuses if any log file exists.
+/// Creates the log files of `set`, each `file_size` bytes with its header; file 0 also gets
+/// `slots` (the two checkpoint slot blocks, already encoded) when given: a resized set gets
+/// its slots only when it takes over. Refuses if any file of the set exists.
 pub(crate) fn create_files(
     storage: &dyn Storage,
     geom: &Geometry,
-    slots: [&[u8]; 2],
+    set: LogSet,
+    generation: u64,
+    slots: Option<[&[u8]; 2]>,
 ) -> Result<Vec<Arc<dyn File>>> {
     for i in 0..geom.files as usize {
-        if storage.exists(&file_name(i)) {
+        if storage.exists(&set.file_name(i)) {
             return Err(Error::BadDatabase {
-                path: path_of(storage, i),
+                path: path_of(storage, set, i),
                 reason: "a redo log file already exists; refusing to overwrite it".into(),
             });
         }
     }
     let mut files = Vec::with_capacity(geom.files as usize);
     for i in 0..geom.files as usize {
-        let f = storage.open(&file_name(i), FileKind::Log, true)?;
+        let f = storage.open(&set.file_name(i), FileKind::Log, true)?;
         f.set_len(geom.file_size)?;
-        f.write_at(&encode(geom, i), 0)?;
-        if i == 0 {
+        f.write_at(&encode(geom, i, generation), 0)?;
+        if let (0, Some(slots)) = (i, slots) {
             for (s, bytes) in slots.iter().enumerate() {
                 f.write_at(bytes, super::layout::slot_offset(geom, s))?;
             }
@@ -108,21 +123,46 @@ pub(crate) fn create_files(
     Ok(files)
 }
 
-/// Opens the existing log files and checks their size and header against `geom`.
-pub(crate) fn open_files(storage: &dyn Storage, geom: &Geometry) -> Result<Vec<Arc<dyn File>>> {
+/// Removes every file of `set`, the highest index first (so a crash part way leaves files
+/// `0..k`, which the next open removes again), and makes the removal durable.
+pub(crate) fn remove_set(storage: &dyn Storage, set: LogSet) -> Result<()> {
+    let mut n = 0;
+    while n < MAX_FILES && storage.exists(&set.file_name(n)) {
+        n += 1;
+    }
+    for i in (0..n).rev() {
+        storage.remove(&set.file_name(i))?;
+    }
+    if n > 0 {
+        storage.sync_dir()?;
+    }
+    Ok(())
+}
+
+/// Most files a log may have (`log_files_in_group`'s limit).
+const MAX_FILES: usize = 100;
+
+/// Opens the existing log files of `set` and checks their size and header against `geom`;
+/// returns them and the set's generation.
+pub(crate) fn open_files(
+    storage: &dyn Storage,
+    geom: &Geometry,
+    set: LogSet,
+) -> Result<(Vec<Arc<dyn File>>, u64)> {
     let mut files = Vec::with_capacity(geom.files as usize);
+    let mut generation = 0;
     for i in 0..geom.files as usize {
         let bad = |reason: String| Error::InvalidConfig {
-            origin: path_of(storage, i).display().to_string(),
+            origin: path_of(storage, set, i).display().to_string(),
             reason,
         };
-        if !storage.exists(&file_name(i)) {
+        if !storage.exists(&set.file_name(i)) {
             return Err(bad(format!(
                 "missing; the configuration asks for {} log files",
                 geom.files
             )));
         }
-        let f = storage.open(&file_name(i), FileKind::Log, false)?;
+        let f = storage.open(&set.file_name(i), FileKind::Log, false)?;
         let len = f.len()?;
         if len != geom.file_size {
             return Err(bad(format!(
@@ -133,28 +173,49 @@ pub(crate) fn open_files(storage: &dyn Storage, geom: &Geometry) -> Result<Vec<A
         let mut raw = vec![0u8; geom.block_size];
         f.read_at(&mut raw, 0)?;
         check(&raw, geom, i).map_err(bad)?;
+        let g = le_u64(&raw, GENERATION_AT).unwrap_or(0);
+        if i == 0 {
+            generation = g;
+        } else if g != generation {
+            return Err(bad(format!(
+                "belongs to redo log generation {g}, file 0 to generation {generation}"
+            )));
+        }
         files.push(f);
     }
-    if storage.exists(&file_name(geom.files as usize)) {
+    if storage.exists(&set.file_name(geom.files as usize)) {
         return Err(Error::InvalidConfig {
-            origin: path_of(storage, geom.files as usize).display().to_string(),
+            origin: path_of(storage, set, geom.files as usize)
+                .display()
+                .to_string(),
             reason: format!(
                 "exists, but log_files_in_group = {}: the log has more files than configured",
                 geom.files
             ),
         });
     }
-    Ok(files)
+    Ok((files, generation))
 }
 
-/// The geometry recorded in an existing log (file size, file count, block size), read from
-/// the header of the first file; None when there is no log or its header is unreadable (then
-/// `open_files` reports the problem). The files' geometry wins over the options on open.
-pub fn probe_geometry(storage: &dyn Storage) -> Option<(u64, u32, usize)> {
-    if !storage.exists(&file_name(0)) {
+/// What the header of a set's first file says, and whether that file has a valid checkpoint
+/// slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SetInfo {
+    pub set: LogSet,
+    pub file_size: u64,
+    pub files: u32,
+    pub block_size: usize,
+    pub generation: u64,
+    pub has_slot: bool,
+}
+
+/// Reads the header (and the checkpoint slots) of `set`'s first file; None when the file is
+/// missing or its header unreadable.
+fn probe_set(storage: &dyn Storage, set: LogSet) -> Option<SetInfo> {
+    if !storage.exists(&set.file_name(0)) {
         return None;
     }
-    let f = storage.open(&file_name(0), FileKind::Log, false).ok()?;
+    let f = storage.open(&set.file_name(0), FileKind::Log, false).ok()?;
     let mut first = vec![0u8; 512];
     f.read_at(&mut first, 0).ok()?;
     if first.get(0..4) != Some(FILE_MAGIC.as_slice()) {
@@ -169,5 +230,70 @@ pub fn probe_geometry(storage: &dyn Storage) -> Option<(u64, u32, usize)> {
     if !checksum_ok(&raw) {
         return None;
     }
-    Some((le_u64(&raw, 20)?, le_u32(&raw, 16)?, block_size))
+    let (file_size, files) = (le_u64(&raw, 20)?, le_u32(&raw, 16)?);
+    let geom = Geometry::new(&LogConfig {
+        file_size,
+        files,
+        block_size,
+        buffer_size: 4 * block_size,
+        ..LogConfig::default()
+    })
+    .ok()?;
+    let has_slot = (0..2).any(|index| {
+        let mut slot = vec![0u8; block_size];
+        f.read_at(&mut slot, slot_offset(&geom, index)).is_ok()
+            && decode_slot(&slot, &geom, index).is_ok()
+    });
+    Some(SetInfo {
+        set,
+        file_size,
+        files,
+        block_size,
+        generation: le_u64(&raw, GENERATION_AT)?,
+        has_slot,
+    })
+}
+
+/// The set that holds the log, and the other set when files of it are left over (a resize a
+/// crash interrupted, before or after it switched). None: no log here. The set in use is the
+/// newest generation with a valid checkpoint slot; when no set has one, the newest readable
+/// one (whose open then names what is wrong), else set A.
+pub(crate) fn choose_set(storage: &dyn Storage) -> Option<(LogSet, Option<LogSet>)> {
+    let present: Vec<LogSet> = [LogSet::A, LogSet::B]
+        .into_iter()
+        .filter(|s| storage.exists(&s.file_name(0)))
+        .collect();
+    let infos: Vec<SetInfo> = present
+        .iter()
+        .filter_map(|&s| probe_set(storage, s))
+        .collect();
+    let newest = |with_slot: bool| {
+        infos
+            .iter()
+            .filter(|i| i.has_slot || !with_slot)
+            .max_by_key(|i| i.generation)
+            .map(|i| i.set)
+    };
+    let chosen = newest(true)
+        .or_else(|| newest(false))
+        .or_else(|| present.first().copied())?;
+    let leftover = present.into_iter().find(|&s| s != chosen);
+    Some((chosen, leftover))
+}
+
+/// The geometry recorded in an existing log (file size, file count, block size), read from
+/// the header of the first file of the set in use; None when there is no log or its header is
+/// unreadable (then `open_files` reports the problem). The files' geometry wins over the
+/// options on open.
+pub fn probe_geometry(storage: &dyn Storage) -> Option<(u64, u32, usize)> {
+    let (set, _) = choose_set(storage)?;
+    let i = probe_set(storage, set)?;
+    Some((i.file_size, i.files, i.block_size))
+}
+
+/// True when any redo log file of either set exists here.
+pub fn log_exists(storage: &dyn Storage) -> bool {
+    [LogSet::A, LogSet::B]
+        .iter()
+        .any(|s| storage.exists(&s.file_name(0)))
 }

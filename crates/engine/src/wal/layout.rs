@@ -9,6 +9,8 @@
 use super::LogConfig;
 use crate::error::{Error, Result};
 
+/// The format version written in file headers and checkpoint slots.
+pub(crate) const FORMAT_VERSION: u32 = 1;
 /// Bytes of a group's header (length, flags, ...) and of its end mark, in the stream.
 pub(crate) const GROUP_HEADER_SIZE: usize = 12;
 pub(crate) const GROUP_END_SIZE: usize = 4;
@@ -26,9 +28,37 @@ pub(crate) const FIRST_BLOCK: u64 = 1;
 /// Fewest data blocks a log may have.
 const MIN_RING_BLOCKS: u64 = 8;
 
-/// The file name of log file `index`.
+/// The file name of log file `index` of the first set (the one every log is created in).
 pub(crate) fn file_name(index: usize) -> String {
-    format!("ib_logfile{index}")
+    LogSet::A.file_name(index)
+}
+
+/// Which of the two file sets holds the log. A log is created in set A; an online resize
+/// builds the resized log in the other set and switches to it when its first checkpoint slot
+/// is durable, so the log alternates between the sets, one resize at a time. The file header's
+/// generation says which set is newer when a crash leaves both.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LogSet {
+    /// `ib_logfile0`, `ib_logfile1`, ...
+    A,
+    /// `ib_redo0`, `ib_redo1`, ...
+    B,
+}
+
+impl LogSet {
+    pub fn file_name(self, index: usize) -> String {
+        match self {
+            LogSet::A => format!("ib_logfile{index}"),
+            LogSet::B => format!("ib_redo{index}"),
+        }
+    }
+
+    pub fn other(self) -> LogSet {
+        match self {
+            LogSet::A => LogSet::B,
+            LogSet::B => LogSet::A,
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -39,7 +39,9 @@
 //!
 //! # Files
 //!
-//! `ib_logfile0 .. ib_logfile{files-1}`, each `file_size` bytes. Per file, blocks 0..3 are the
+//! `ib_logfile0 .. ib_logfile{files-1}` (set A), each `file_size` bytes; after an odd number of
+//! online resizes, `ib_redo0 ..` (set B) instead (resize.rs: the resized log is built in the
+//! other set, whose first checkpoint slot is the switch). Per file, blocks 0..3 are the
 //! header area; data blocks follow. Data block `b` lives at ring position `r = b % ring_blocks`:
 //! file `r / blocks_per_file`, offset `(3 + r % blocks_per_file) * block_size`.
 //!
@@ -54,6 +56,8 @@
 //! | 16 | 4 | number of files |
 //! | 20 | 8 | file_size |
 //! | 28 | 8 | capacity (LSN units) |
+//! | 36 | 8 | generation: 0 at create, one more per online resize (zero in logs made before \
+//! resizing existed) |
 //! | bs-4 | 4 | crc32c of bytes `0..bs-4` |
 //!
 //! Checkpoint slots (blocks 1 and 2 of `ib_logfile0`; blocks 1 and 2 of other files unused):
@@ -106,6 +110,8 @@ mod header;
 pub(crate) mod layout;
 mod reader;
 pub mod record;
+mod resize;
+mod ring;
 pub mod space;
 mod stats;
 mod writer;
@@ -113,8 +119,10 @@ mod writer;
 #[cfg(test)]
 mod tests;
 
+pub use header::log_exists;
 pub use header::probe_geometry;
 pub use reader::{GroupRef, ScanStop};
+pub use resize::{LogResize, ResizeOutcome};
 pub use space::{LogSpace, MakeRoom};
 pub use stats::LogStats;
 pub use writer::Log;

@@ -160,6 +160,18 @@ impl LogSpace {
         }
     }
 
+    /// The switch of an online resize ([`Log::resize_commit`]) with appends held off: the fence
+    /// taken exclusively, as a checkpoint takes it, so no mtr is between append and stamping
+    /// and none appends until the new log is in use.
+    pub fn resize_commit(
+        &self,
+        r: &mut super::LogResize,
+        headroom: u64,
+    ) -> Result<Option<super::ResizeOutcome>> {
+        let _f = self.fence.write();
+        self.log.resize_commit(r, headroom)
+    }
+
     /// Fuzzy checkpoint (invariant 2): computes the checkpoint LSN under the fence from the
     /// log end, `oldest_dirty` (the oldest modification of any dirty page, read under the
     /// fence) and the transactions still applying, makes the log durable up to that log end,

@@ -11,26 +11,38 @@
 
 use super::buffer::{BlockImage, Failure, State};
 use super::checkpoint::{encode_slot, read_slots, write_slot, CheckpointWriter, Slot};
-use super::header::{create_files, open_files};
-use super::layout::Geometry;
+use super::header::{choose_set, create_files, open_files, remove_set};
+use super::layout::{Geometry, LogSet};
 use super::reader::scan;
+pub(crate) use super::ring::Ring;
 use super::stats::Counters;
 use super::{FlushAtCommit, LogConfig, LogStats, LsnRange, Recovered};
 use crate::error::{Error, Result};
-use crate::io::{File, Storage};
+use crate::io::Storage;
 use crate::types::Lsn;
 use parking_lot::{Condvar, Mutex, MutexGuard};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Instant;
 
+/// Who uses the log's files besides the writer: backups copying the redo, and a resize
+/// replacing the files. One excludes the other.
+#[derive(Default)]
+pub(crate) struct FileUsers {
+    pub copiers: u32,
+    pub resizing: bool,
+}
+
 /// State shared by the handle and the background thread.
 pub(crate) struct Shared {
     pub cfg: LogConfig,
     /// The fail-stop state (`cfg.health`, or one of the log's own).
     pub health: Arc<crate::error::Health>,
-    pub geom: Geometry,
-    pub files: Vec<Arc<dyn File>>,
+    /// Where the log files are (a resize creates and removes files there).
+    pub storage: Arc<dyn Storage>,
+    /// Stream bytes per block; fixed for the log's life (a resize keeps the block size).
+    pub payload: u64,
+    pub users: Mutex<FileUsers>,
     /// The epoch of this run, written in every block (W6).
     pub epoch: u32,
     pub max_payload: usize,
@@ -53,10 +65,9 @@ pub struct Log {
 }
 
 impl Shared {
-    pub fn file(&self, index: usize) -> Result<&Arc<dyn File>> {
-        self.files
-            .get(index)
-            .ok_or_else(|| Error::Poisoned(format!("redo log: no log file {index}")))
+    /// The files and geometry in use now.
+    pub fn ring(&self) -> Arc<Ring> {
+        self.state.lock().ring.clone()
     }
 
     /// Records the first failure (W7) and wakes every waiter so it sees it.
@@ -83,8 +94,14 @@ impl Log {
             replay_rate: 0,
         };
         let (s0, s1) = (encode_slot(&geom, &slot(0)), encode_slot(&geom, &slot(1)));
-        let files = create_files(storage.as_ref(), &geom, [&s0, &s1])?;
-        Ok(Self::assemble(cfg, geom, files, 1, lsn, lsn, 2))
+        let files = create_files(storage.as_ref(), &geom, LogSet::A, 0, Some([&s0, &s1]))?;
+        let ring = Ring {
+            geom,
+            files,
+            set: LogSet::A,
+            generation: 0,
+        };
+        Ok(Self::assemble(storage, cfg, ring, 1, lsn, lsn, 2))
     }
 
     /// Opens an existing log and recovers it: picks the newest valid checkpoint slot, scans
@@ -92,14 +109,25 @@ impl Log {
     /// none: [`Recovered::source`] reads them again), starts a new epoch (rewriting the older
     /// or invalid slot) and positions appends at the first block boundary after the last
     /// complete group. A configuration whose file count, file size or block size differs from
-    /// the files' is an error naming the file.
+    /// the files' is an error naming the file. Of the two file sets, it opens the one in use
+    /// and (unless read-only) removes the files a resize a crash interrupted left in the other.
     pub fn open(storage: Arc<dyn Storage>, cfg: LogConfig) -> Result<(Log, Recovered)> {
         let geom = Geometry::new(&cfg)?;
-        let files = open_files(storage.as_ref(), &geom)?;
+        let (set, leftover) = choose_set(storage.as_ref()).unwrap_or((LogSet::A, None));
+        let (files, generation) = open_files(storage.as_ref(), &geom, set)?;
+        if let (Some(other), false) = (leftover, cfg.read_only) {
+            tracing::info!(
+                "{}: removing the redo log files of an online resize a crash interrupted \
+                 ({} files of set {other:?}; the log is in set {set:?})",
+                storage.describe(),
+                other.file_name(0)
+            );
+            remove_set(storage.as_ref(), other)?;
+        }
         let file0 = files
             .first()
             .ok_or_else(|| Error::Poisoned("redo log: no files".into()))?;
-        let slots = read_slots(storage.as_ref(), file0.as_ref(), &geom)?;
+        let slots = read_slots(file0.as_ref(), &geom)?;
         let ckpt = slots.newest;
         let outcome = scan(
             &geom,
@@ -118,7 +146,7 @@ impl Log {
         {
             let (file, offset) = geom.locate(block);
             return Err(Error::BadDatabase {
-                path: super::header::path_of(storage.as_ref(), file),
+                path: super::header::path_of(storage.as_ref(), set, file),
                 reason: format!(
                     "redo log block {block} at offset {offset} (LSN {}..{}) is corrupted: \
                      checksum mismatch, stored {stored:#010x}, computed {computed:#010x}; block \
@@ -152,7 +180,13 @@ impl Log {
             end: outcome.end_lsn,
             last_run_epoch: slots.max_epoch,
         };
-        let log = Self::assemble(cfg, geom, files, epoch, start, ckpt.lsn, next.number + 1);
+        let ring = Ring {
+            geom,
+            files,
+            set,
+            generation,
+        };
+        let log = Self::assemble(storage, cfg, ring, epoch, start, ckpt.lsn, next.number + 1);
         log.shared.ckpt.lock().replay_rate = ckpt.replay_rate;
         let c = &log.shared.counters;
         c.add(&c.checkpoints, 1);
@@ -171,23 +205,28 @@ impl Log {
     }
 
     fn assemble(
+        storage: Arc<dyn Storage>,
         cfg: LogConfig,
-        geom: Geometry,
-        files: Vec<Arc<dyn File>>,
+        ring: Ring,
         epoch: u32,
         start: u64,
         checkpoint: u64,
         next_number: u64,
     ) -> Log {
-        let state = State::new(start, checkpoint, files.len(), cfg.buffer_size);
         let shared = Shared {
-            max_payload: geom.max_payload(cfg.buffer_size),
+            max_payload: ring.geom.max_payload(cfg.buffer_size),
+            payload: ring.geom.payload,
             health: cfg.health.clone().unwrap_or_default(),
+            storage,
+            users: Mutex::new(FileUsers::default()),
+            state: Mutex::new(State::new(
+                start,
+                checkpoint,
+                Arc::new(ring),
+                cfg.buffer_size,
+            )),
             cfg,
-            geom,
-            files,
             epoch,
-            state: Mutex::new(state),
             flushed: Condvar::new(),
             ckpt: Mutex::new(CheckpointWriter {
                 next_number,
@@ -255,14 +294,15 @@ impl Log {
             // W4: refuse rather than overwrite log space the checkpoint has not released. The
             // group must leave room for the padding a durable flush may add after it, so that
             // `current - checkpoint <= capacity` holds after padding and after a reopen too.
-            let room_for_padding = sh.geom.payload - 1;
-            if st.current + total + room_for_padding > st.checkpoint + sh.geom.capacity() {
+            let room_for_padding = sh.payload - 1;
+            let capacity = st.ring.geom.capacity();
+            if st.current + total + room_for_padding > st.checkpoint + capacity {
                 sh.counters.add(&sh.counters.log_full_refusals, 1);
                 return Err(Error::LogFull {
                     needed_bytes: total,
                     current_lsn: Lsn(st.current),
                     checkpoint_lsn: Lsn(st.checkpoint),
-                    capacity_bytes: sh.geom.capacity(),
+                    capacity_bytes: capacity,
                 });
             }
             if st.buf.len() as u64 + total <= sh.cfg.buffer_size as u64 {
@@ -347,19 +387,21 @@ impl Log {
         let c = &sh.counters;
         debug_assert!(!st.writer_active);
         st.writer_active = true;
+        let ring = st.ring.clone();
+        let geom = &ring.geom;
         // IMPORTANT (W3): close the last block before an fsync so that no fsynced block is ever
         // written again; the next group starts on a fresh block.
-        let pad = if durable { st.pad(&sh.geom) } else { None };
+        let pad = if durable { st.pad(geom) } else { None };
         if let Some((_, len)) = pad {
-            c.add(&c.padding_bytes, sh.geom.payload - u64::from(len));
+            c.add(&c.padding_bytes, geom.payload - u64::from(len));
         }
         let end = st.current;
-        let image = (end > st.written).then(|| st.format(&sh.geom, sh.epoch, pad));
-        if sh.geom.offset_in_block(st.written) != 0 && image.is_some() {
+        let image = (end > st.written).then(|| st.format(geom, sh.epoch, pad));
+        if geom.offset_in_block(st.written) != 0 && image.is_some() {
             c.add(&c.partial_block_rewrites, 1);
         }
         let pending_sync = st.unsynced.clone();
-        let io = MutexGuard::unlocked(st, || self.write_image(image, durable, pending_sync));
+        let io = MutexGuard::unlocked(st, || self.write_image(&ring, image, durable, pending_sync));
         st.writer_active = false;
         let touched = match io {
             Ok(t) => t,
@@ -381,7 +423,7 @@ impl Log {
                 *u |= *t;
             }
         }
-        st.drain(&sh.geom, end);
+        st.drain(geom, end);
         c.add(&c.flushes, 1);
         c.max(&c.max_waiters_per_flush, st.flush_waiters + 1);
         sh.flushed.notify_all();
@@ -392,20 +434,22 @@ impl Log {
     /// fsyncs every file written now or since its last fsync. Returns the files written.
     fn write_image(
         &self,
+        ring: &Ring,
         image: Option<BlockImage>,
         durable: bool,
         mut to_sync: Vec<bool>,
     ) -> Result<Vec<bool>> {
         let sh = &*self.shared;
         let c = &sh.counters;
-        let mut touched = vec![false; sh.files.len()];
+        let mut touched = vec![false; ring.files.len()];
         if let Some(img) = image {
-            let bs = sh.geom.block_size;
+            let bs = ring.geom.block_size;
             let n = (img.image.len() / bs) as u64;
-            for (file, offset, first, count) in sh.geom.runs(img.first_block, img.first_block + n) {
+            for (file, offset, first, count) in ring.geom.runs(img.first_block, img.first_block + n)
+            {
                 let from = (first - img.first_block) as usize * bs;
                 let bytes = &img.image[from..from + count as usize * bs];
-                sh.file(file)?.write_at(bytes, offset)?;
+                ring.file(file)?.write_at(bytes, offset)?;
                 c.add(&c.writes, 1);
                 c.add(&c.written_bytes, bytes.len() as u64);
                 touched[file] = true;
@@ -418,7 +462,7 @@ impl Log {
             for (i, needed) in to_sync.iter().enumerate() {
                 if *needed {
                     // IMPORTANT (W2): never retried; a failure poisons the log (W7).
-                    sh.file(i)?.sync()?;
+                    ring.file(i)?.sync()?;
                     c.add(&c.fsyncs, 1);
                 }
             }
@@ -444,7 +488,13 @@ impl Log {
 
     /// Stream bytes that may lie between the checkpoint and the current LSN.
     pub fn capacity(&self) -> u64 {
-        self.shared.geom.capacity()
+        self.shared.state.lock().ring.geom.capacity()
+    }
+
+    /// The size of each log file and their number, as the files in use now have them.
+    pub fn file_geometry(&self) -> (u64, u32) {
+        let ring = self.shared.ring();
+        (ring.geom.file_size, ring.geom.files)
     }
 
     pub fn config(&self) -> &LogConfig {
@@ -477,7 +527,7 @@ impl Log {
     pub fn write_checkpoint(&self, lsn: Lsn) -> Result<()> {
         let sh = &self.shared;
         let mut writer = sh.ckpt.lock();
-        {
+        let ring = {
             let st = sh.state.lock();
             st.usable()?;
             assert!(
@@ -488,15 +538,16 @@ impl Log {
             if lsn.0 <= st.checkpoint {
                 return Ok(());
             }
-        }
+            st.ring.clone()
+        };
         let slot = Slot {
             number: writer.next_number,
             lsn: lsn.0,
             epoch: sh.epoch,
             replay_rate: writer.replay_rate,
         };
-        let file0 = sh.file(0)?;
-        if let Err(e) = write_slot(file0.as_ref(), &sh.geom, &slot) {
+        let file0 = ring.file(0)?;
+        if let Err(e) = write_slot(file0.as_ref(), &ring.geom, &slot) {
             sh.poison(&e);
             return Err(e);
         }

@@ -9,6 +9,10 @@
 //!   equal the number of rows present, and each thread's rows must be exactly the state after
 //!   some prefix of its transactions that includes every acknowledged one.
 //!
+//! Some runs resize the redo log online all along (a thread growing and shrinking it while the
+//! writers commit, so crashes land in every step of a resize), and some reopen with another
+//! `log_capacity` (a resize right after recovery, which the second crash may interrupt).
+//!
 //! The workload and its verification are `common::workload`, shared with the fault campaign.
 //! `EVENKEEL_CRASH_RUNS=N` sets the number of seeded runs (default 150); a failure prints the
 //! seed, and `EVENKEEL_CRASH_SEED=S` replays one. Named regressions found by crashes are here too.
@@ -57,6 +61,28 @@ struct Coverage {
     /// Pages changed while being written before the crash (each moved up its flush list, so
     /// the checkpoint passed its old place: recovery must not need the redo before it).
     redirtied: u64,
+    /// Online resizes that finished before the crash, and crashes that hit one under way.
+    resizes: u64,
+    crashes_mid_resize: u64,
+}
+
+/// Grows and shrinks the log between 512K and 2M until the disk crashes or `stop`.
+fn resizer(db: Database, seed: u64, stop: Arc<AtomicBool>, busy: Arc<AtomicBool>) -> u64 {
+    let mut rng = SmallRng::seed_from_u64(seed ^ 0x5e5e);
+    let mut done = 0;
+    while !stop.load(Ordering::Relaxed) {
+        let size = [512u64, 768, 1024, 2048][rng.gen_range(0..4)] * 1024;
+        busy.store(true, Ordering::SeqCst);
+        let r = db.resize_log_within(size, std::time::Duration::from_secs(2));
+        busy.store(false, Ordering::SeqCst);
+        match r {
+            Ok(_) => done += 1,
+            Err(evenkeel::Error::LogResize { .. }) => {}
+            Err(_) => return done, // the disk crashed under us
+        }
+        std::thread::sleep(std::time::Duration::from_micros(rng.gen_range(0..3000)));
+    }
+    done
 }
 
 fn one_run(seed: u64) -> Coverage {
@@ -78,6 +104,11 @@ fn one_run(seed: u64) -> Coverage {
             std::thread::spawn(move || worker(db, t, seed, p, stop))
         })
         .collect();
+    let resizing = Arc::new(AtomicBool::new(false));
+    let resize_thread = rng.gen_bool(0.3).then(|| {
+        let (db, stop, busy) = (db.clone(), stop.clone(), resizing.clone());
+        std::thread::spawn(move || resizer(db, seed, stop, busy))
+    });
     while p.total_acked() < target {
         std::thread::yield_now();
     }
@@ -95,11 +126,19 @@ fn one_run(seed: u64) -> Coverage {
     }
     let redirtied = db.status().buffer.pages_redirtied_in_write;
     sim.crash_with(mode);
+    let mid_resize = resizing.load(Ordering::SeqCst);
     stop.store(true, Ordering::Relaxed);
     for h in handles {
         h.join().unwrap();
     }
+    let resizes = resize_thread.map_or(0, |h| h.join().unwrap());
     drop(db);
+    // sometimes reopen with another log_capacity: a resize right after recovery
+    let mut o = o;
+    if rng.gen_bool(0.15) {
+        let size = [512u64, 1024, 2048][rng.gen_range(0..3)];
+        o.set("log_capacity", &format!("{size}K")).unwrap();
+    }
     // sometimes crash again right after recovery began writing
     if rng.gen_bool(0.25) {
         if let Ok(db) = Database::open_in(Arc::new(sim.clone()), o.clone()) {
@@ -114,7 +153,6 @@ fn one_run(seed: u64) -> Coverage {
     }
     // Recovery sometimes runs with another write_io_threads: the doublewrite file's slot count
     // changes, and every slot written before the crash must still be read.
-    let mut o = o;
     if rng.gen_bool(0.3) {
         let wio = rng.gen_range(1..=8u64);
         o.set("write_io_threads", &wio.to_string()).unwrap();
@@ -133,6 +171,8 @@ fn one_run(seed: u64) -> Coverage {
         reapplied_txns: st.recovery.transactions_reapplied,
         wrapped_runs: (st.recovery.end_lsn > st.log_capacity_bytes) as u64,
         redirtied,
+        resizes,
+        crashes_mid_resize: u64::from(mid_resize),
     };
     db.close().unwrap();
     cov
@@ -163,6 +203,8 @@ fn crash_recover_verify_seeded() {
                 cov.reapplied_txns += c.reapplied_txns;
                 cov.wrapped_runs += c.wrapped_runs;
                 cov.redirtied += c.redirtied;
+                cov.resizes += c.resizes;
+                cov.crashes_mid_resize += c.crashes_mid_resize;
             }
             Err(e) => {
                 let msg = e.downcast_ref::<String>().cloned().unwrap_or_default();
@@ -179,14 +221,24 @@ fn crash_recover_verify_seeded() {
     println!(
         "crash runs: {} passed; acknowledged commits checked: {}; runs whose recovery applied \
          redo: {} ({} page records); transactions re-applied: {}; runs past one log lap: {}; \
-         pages changed while being written: {}",
+         pages changed while being written: {}; online log resizes: {} (crashes during one: \
+         {})",
         cov.runs,
         cov.acked,
         cov.redo_applied_runs,
         cov.records_applied,
         cov.reapplied_txns,
         cov.wrapped_runs,
-        cov.redirtied
+        cov.redirtied,
+        cov.resizes,
+        cov.crashes_mid_resize
+    );
+    // and the crashes must hit resizes under way, not only logs resized before
+    assert!(
+        runs < 100 || (cov.resizes > 0 && cov.crashes_mid_resize > 0),
+        "resizes {}, crashes during one {}",
+        cov.resizes,
+        cov.crashes_mid_resize
     );
     // and the flush list's move of a page changed while being written (the fsync latency of
     // some runs makes it happen: 111 pages in 300 runs)

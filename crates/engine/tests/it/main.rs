@@ -20,5 +20,6 @@ mod model;
 mod mvcc;
 mod reapply;
 mod recovery;
+mod resize;
 mod small_pool;
 mod txn;
