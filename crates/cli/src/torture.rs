@@ -144,6 +144,12 @@ pub struct TortureArgs {
     #[arg(long)]
     pub check_recovery_target: bool,
 
+    /// Resize the redo log online all along, cycling through these sizes (log_capacity, e.g.
+    /// 64M,256M), one resize every 200 ms in the child, so kills land before, during and after
+    /// resizes and recovery finds whichever log was in use
+    #[arg(long, value_name = "SIZES", value_delimiter = ',', value_parser = crate::recovery_bench::parse_size)]
+    pub resize_log: Vec<u64>,
+
     #[command(flatten)]
     pub config: ConfigArgs,
 
@@ -397,6 +403,10 @@ impl Torture<'_> {
             .arg(n.to_string())
             .arg("--threads")
             .arg(self.args.threads.to_string());
+        if !self.args.resize_log.is_empty() {
+            let sizes: Vec<String> = self.args.resize_log.iter().map(u64::to_string).collect();
+            c.arg("--resize-log").arg(sizes.join(","));
+        }
         if let Some(p) = &self.config.config {
             c.arg("--config").arg(p);
         }

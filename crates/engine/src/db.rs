@@ -323,6 +323,7 @@ impl Database {
                 new_capacity: cap,
                 age_at_switch: self.inner.dur.checkpoint_age(),
                 copied_bytes: 0,
+                stall_us: 0,
             }
         } else {
             self.inner

@@ -32,6 +32,9 @@ pub struct ChildArgs {
     pub cycle: u64,
     #[arg(long)]
     pub threads: usize,
+    /// Log sizes to cycle through with online resizes (bytes)
+    #[arg(long, value_delimiter = ',')]
+    pub resize_log: Vec<u64>,
     #[command(flatten)]
     pub config: ConfigArgs,
 }
@@ -40,6 +43,9 @@ pub fn run(args: &ChildArgs) -> CmdResult {
     let opts = args.config.options_for(&args.db)?;
     let db = Database::open_or_create(&args.db, opts)
         .map_err(|e| Failure::engine(format!("opening {}", args.db.display()), e))?;
+    if !args.resize_log.is_empty() {
+        spawn_resizer(db.clone(), args.resize_log.clone(), args.seed);
+    }
     let driver = EvenkeelDriver::from_database(db);
     let ack = AckLog::create(&args.ack_file)
         .map_err(|e| Failure::op(format!("creating {}", args.ack_file.display()), e))?;
@@ -58,4 +64,33 @@ pub fn run(args: &ChildArgs) -> CmdResult {
         WorkloadKind::Tpcc => tpcc::child(&ctx, &ready),
     };
     result.map_err(|e| Failure::Operation(format!("torture child ({:?}): {e}", args.workload)))
+}
+
+/// Resizes the log at once and then every 200 ms, cycling through `sizes` from a place the seed picks, until the
+/// process is killed. A resize the engine refuses (the checkpoint age does not fit yet) is
+/// tried again at the next turn; any other error ends the resizing, and the workload's own
+/// transactions report what failed.
+fn spawn_resizer(db: Database, sizes: Vec<u64>, seed: u64) {
+    std::thread::spawn(move || {
+        for i in (seed as usize).. {
+            if i != seed as usize {
+                std::thread::sleep(std::time::Duration::from_millis(200));
+            }
+            let size = sizes[i % sizes.len()];
+            match db.resize_log(size) {
+                Ok(out) => eprintln!(
+                    "resized the redo log to {size} bytes (capacity {} -> {}, {} bytes copied, \
+                     writers held {} us)",
+                    out.old_capacity, out.new_capacity, out.copied_bytes, out.stall_us
+                ),
+                Err(evenkeel::Error::LogResize { reason, .. }) => {
+                    eprintln!("resize to {size} refused: {reason}")
+                }
+                Err(e) => {
+                    eprintln!("resizing stops: {e}");
+                    return;
+                }
+            }
+        }
+    });
 }

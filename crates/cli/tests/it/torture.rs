@@ -64,6 +64,43 @@ fn every_workload_survives_a_few_kills_with_nothing_lost() {
 }
 
 #[test]
+fn kills_while_the_log_is_resized_online_lose_nothing() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let report = tmp.path().join("resize.json");
+    let dir = tmp.path().join("kv");
+    let (out, r) = torture(
+        &[
+            "--workload",
+            "kv",
+            "--cycles",
+            "4",
+            "--resize-log",
+            "2M,4M",
+            "--set",
+            "log_file_size=512K",
+            "--dir",
+            dir.to_str().expect("utf-8"),
+        ],
+        &report,
+    );
+    assert!(out.status.success(), "{}", show(&out));
+    assert_eq!(r["lost_acked_commits"], 0, "{r}");
+    assert_eq!(r["failures"].as_array().map(Vec::len), Some(0), "{r}");
+    // the children resized: the log is no longer the 2 x 512K it was created with
+    let db = dir.join("db");
+    let sizes: Vec<u64> = ["ib_logfile0", "ib_redo0"]
+        .iter()
+        .filter_map(|f| std::fs::metadata(db.join(f)).ok())
+        .map(|m| m.len())
+        .collect();
+    assert_eq!(sizes.len(), 1, "one log file set in use: {sizes:?}");
+    assert!(
+        sizes[0] == 1024 * 1024 || sizes[0] == 2048 * 1024,
+        "log files of {sizes:?} bytes"
+    );
+}
+
+#[test]
 fn a_planted_lost_ack_is_reported_with_its_seed() {
     let tmp = tempfile::tempdir().expect("tempdir");
     for w in ["kv", "insert", "tpcc"] {

@@ -37,13 +37,15 @@ impl Durability {
             self.lower_age_to(limit, deadline);
             self.log.resize_catch_up(&mut r)?;
             if let Some(out) = self.space.resize_commit(&mut r, new_capacity - limit)? {
+                self.log.resize_cleanup(&mut r);
                 tracing::info!(
                     "redo log resized online: capacity {} -> {} bytes, checkpoint age {} at the \
-                     switch, {} bytes of redo copied",
+                     switch, {} bytes of redo copied, appends held off {} us",
                     out.old_capacity,
                     out.new_capacity,
                     out.age_at_switch,
-                    out.copied_bytes
+                    out.copied_bytes,
+                    out.stall_us
                 );
                 self.wake_flusher();
                 return Ok(out);

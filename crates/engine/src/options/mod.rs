@@ -81,7 +81,7 @@ knobs! {
     log_block_size: usize = 512, Kind::SizeChoice(&[512, 4096]);
     /// Bytes of redo records crash recovery gathers, by page, before it applies them: the memory recovery uses besides the buffer pool, one log read chunk and one group, whatever the log's size.
     recovery_memory: u64 = 64 * MIB, Kind::Size { min: MIB, max: 64 * GIB };
-    /// Seconds crash recovery may take (0: off): the page cleaner keeps the checkpoint age under what recovery replays in that time at the replay rate last measured (status shows both). Dynamic.
+    /// Seconds crash recovery may take (0: off): the page cleaner keeps the checkpoint age under what recovery replays in that time at half the recorded replay rate (which follows slower recoveries at once and faster ones slowly; status shows both). Dynamic.
     recovery_time_target: u64 = 0, Kind::Int { min: 0, max: 86400, unit: "seconds" };
     /// The default durability of a commit (a transaction may set its own): 1 fsynced before it returns; 2 written to the OS at commit, fsynced about every second; 0 written and fsynced about every second. Dynamic.
     flush_log_at_trx_commit: u32 = 1, Kind::Int { min: 0, max: 2, unit: "" };

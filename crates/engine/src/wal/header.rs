@@ -123,20 +123,25 @@ pub(crate) fn create_files(
     Ok(files)
 }
 
-/// Removes every file of `set`, the highest index first (so a crash part way leaves files
-/// `0..k`, which the next open removes again), and makes the removal durable.
+/// Removes every file of `set` (each index that exists: a removal a crash interrupted, or
+/// directory operations that reached the disk out of order, may leave any of them), the
+/// highest index first, and makes the removal durable.
 pub(crate) fn remove_set(storage: &dyn Storage, set: LogSet) -> Result<()> {
-    let mut n = 0;
-    while n < MAX_FILES && storage.exists(&set.file_name(n)) {
-        n += 1;
-    }
-    for i in (0..n).rev() {
+    let present: Vec<usize> = (0..MAX_FILES)
+        .filter(|&i| storage.exists(&set.file_name(i)))
+        .collect();
+    for &i in present.iter().rev() {
         storage.remove(&set.file_name(i))?;
     }
-    if n > 0 {
+    if !present.is_empty() {
         storage.sync_dir()?;
     }
     Ok(())
+}
+
+/// Whether any file of `set` exists.
+fn set_present(storage: &dyn Storage, set: LogSet) -> bool {
+    (0..MAX_FILES).any(|i| storage.exists(&set.file_name(i)))
 }
 
 /// Most files a log may have (`log_files_in_group`'s limit).
@@ -255,13 +260,14 @@ fn probe_set(storage: &dyn Storage, set: LogSet) -> Option<SetInfo> {
 }
 
 /// The set that holds the log, and the other set when files of it are left over (a resize a
-/// crash interrupted, before or after it switched). None: no log here. The set in use is the
-/// newest generation with a valid checkpoint slot; when no set has one, the newest readable
-/// one (whose open then names what is wrong), else set A.
+/// crash interrupted, before or after it switched) and may be removed. None: no log here. The
+/// set in use is the newest generation with a valid checkpoint slot; when no set has one, the
+/// newest readable one (whose open then names what is wrong; nothing is left over to remove
+/// then, so that no file a salvage may want is removed), else set A.
 pub(crate) fn choose_set(storage: &dyn Storage) -> Option<(LogSet, Option<LogSet>)> {
     let present: Vec<LogSet> = [LogSet::A, LogSet::B]
         .into_iter()
-        .filter(|s| storage.exists(&s.file_name(0)))
+        .filter(|&s| set_present(storage, s))
         .collect();
     let infos: Vec<SetInfo> = present
         .iter()
@@ -274,10 +280,14 @@ pub(crate) fn choose_set(storage: &dyn Storage) -> Option<(LogSet, Option<LogSet
             .max_by_key(|i| i.generation)
             .map(|i| i.set)
     };
-    let chosen = newest(true)
+    let with_slot = newest(true);
+    let chosen = with_slot
         .or_else(|| newest(false))
         .or_else(|| present.first().copied())?;
-    let leftover = present.into_iter().find(|&s| s != chosen);
+    let leftover = present
+        .into_iter()
+        .find(|&s| s != chosen)
+        .filter(|_| with_slot.is_some());
     Some((chosen, leftover))
 }
 
@@ -294,6 +304,6 @@ pub fn probe_geometry(storage: &dyn Storage) -> Option<(u64, u32, usize)> {
 /// True when any redo log file of either set exists here.
 pub fn log_exists(storage: &dyn Storage) -> bool {
     [LogSet::A, LogSet::B]
-        .iter()
-        .any(|s| storage.exists(&s.file_name(0)))
+        .into_iter()
+        .any(|s| set_present(storage, s))
 }

@@ -45,6 +45,9 @@ pub struct LogResize {
     /// Bytes of blocks copied by all passes.
     copied_bytes: u64,
     committed: bool,
+    /// The set the committed resize replaced: its files are removed by [`Log::resize_cleanup`]
+    /// (after appends are let go: removing large files takes time), or by the next open.
+    replaced: Option<super::layout::LogSet>,
 }
 
 /// What a committed resize did.
@@ -57,6 +60,8 @@ pub struct ResizeOutcome {
     pub age_at_switch: u64,
     /// Bytes of redo blocks copied into the new files (all passes).
     pub copied_bytes: u64,
+    /// Microseconds the switch held appends off (the last copy, the fsyncs, the slots).
+    pub stall_us: u64,
 }
 
 impl LogResize {
@@ -142,6 +147,7 @@ impl Log {
             copied: 0,
             copied_bytes: 0,
             committed: false,
+            replaced: None,
         };
         // Files left in the other set are never in use (the open that chose this set would
         // have removed them): a resize that failed and could not remove its files.
@@ -175,11 +181,13 @@ impl Log {
 
     /// Switches to the resized log if the checkpoint age fits in it with `headroom` bytes to
     /// spare: makes the log durable, copies its last blocks, fsyncs the new files and writes
-    /// the new set's checkpoint slots, then removes the old files. Returns None (and leaves
+    /// the new set's checkpoint slots ([`Log::resize_cleanup`] then removes the old files).
+    /// Returns None (and leaves
     /// everything as it was) when the age does not fit. The caller holds appends off for the
     /// whole call (the log space's fence, exclusively).
     pub fn resize_commit(&self, r: &mut LogResize, headroom: u64) -> Result<Option<ResizeOutcome>> {
         let sh = &*self.shared;
+        let started = std::time::Instant::now();
         self.flush_to(self.current_lsn(), true)?;
         // The checkpoint writer's lock keeps slot writes out until the switch is done.
         let mut writer = sh.ckpt.lock();
@@ -252,19 +260,30 @@ impl Log {
             release(&mut st);
         }
         drop(writer);
-        if let Err(e) = remove_set(sh.storage.as_ref(), old.set) {
-            tracing::warn!(
-                "redo log resized, but the old files could not be removed ({e}); the next open \
-                 removes them"
-            );
-        }
+        r.replaced = Some(old.set);
         r.copied_bytes += copied_now;
         Ok(Some(ResizeOutcome {
             old_capacity: old.geom.capacity(),
             new_capacity: r.ring.geom.capacity(),
             age_at_switch: end - checkpoint,
             copied_bytes: r.copied_bytes,
+            stall_us: started.elapsed().as_micros() as u64,
         }))
+    }
+}
+
+impl Log {
+    /// Removes the files of the log a committed resize replaced. A failure is only logged:
+    /// the next open removes them (the replaced set is never chosen again).
+    pub fn resize_cleanup(&self, r: &mut LogResize) {
+        if let Some(set) = r.replaced.take() {
+            if let Err(e) = remove_set(self.shared.storage.as_ref(), set) {
+                tracing::warn!(
+                    "redo log resized, but the old files could not be removed ({e}); the next \
+                     open removes them"
+                );
+            }
+        }
     }
 }
 

@@ -505,14 +505,14 @@ impl Log {
         self.shared.counters.snapshot()
     }
 
-    /// The redo replay rate (bytes per second) recorded with the checkpoints: the one the last
-    /// measured recovery found, or 0 if none was measured.
+    /// The redo replay rate (bytes per second) recorded with the checkpoints (what the layer
+    /// above chose to record after the recoveries it measured), or 0 if none was recorded.
     pub fn replay_rate(&self) -> u64 {
         self.shared.ckpt.lock().replay_rate
     }
 
-    /// Records a measured redo replay rate (bytes per second); the next checkpoint slot written
-    /// carries it, so it outlives this run (and a crash of it).
+    /// Records a redo replay rate (bytes per second); the next checkpoint slot written carries
+    /// it, so it outlives this run (and a crash of it).
     pub fn set_replay_rate(&self, bytes_per_s: u64) {
         self.shared.ckpt.lock().replay_rate = bytes_per_s;
     }

@@ -157,8 +157,12 @@ fn one_run(seed: u64) -> Coverage {
         let wio = rng.gen_range(1..=8u64);
         o.set("write_io_threads", &wio.to_string()).unwrap();
     }
-    let db = Database::open_in(Arc::new(sim.clone()), o.clone())
-        .unwrap_or_else(|e| panic!("seed {seed}: recovery failed: {e}"));
+    let db = Database::open_in(Arc::new(sim.clone()), o.clone()).unwrap_or_else(|e| {
+        panic!(
+            "seed {seed}: recovery failed: {e}; files: {:?}",
+            sim.durable_file_names()
+        )
+    });
     // every acknowledged commit present: the lower bound of each thread's prefix is its acks
     let lost = workload::verify(&db, &p, &p.acked()).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
     assert_eq!(lost, 0, "seed {seed}");

@@ -137,6 +137,19 @@ fn a_log_capacity_that_differs_from_the_files_resizes_the_log_at_open() {
     assert_eq!(sim.durable_len("ib_redo0"), 512 * K);
     assert_rows(&db, 300, 200, "after the resize at open");
     db.close().unwrap();
+    // a stray file of the set not in use (a removal that reached the disk in part) is removed
+    // at open, whatever its index
+    let f = sim.open("ib_logfile1", FileKind::Other, true).unwrap();
+    f.write_at(b"stray", 0).unwrap();
+    f.sync().unwrap();
+    sim.sync_dir().unwrap();
+    let db = Database::open_in(Arc::new(sim.clone()), o.clone()).unwrap();
+    assert_eq!(log_files(&sim), ["ib_redo0", "ib_redo1"]);
+    assert_rows(&db, 300, 200, "after a stray file");
+    db.resize_log(2048 * K).unwrap();
+    assert_eq!(log_files(&sim), ["ib_logfile0", "ib_logfile1"]);
+    db.close().unwrap();
+    o.set("log_capacity", "1M").unwrap();
     // the same capacity again: nothing to do
     let db = Database::open_in(Arc::new(sim.clone()), o).unwrap();
     assert_eq!(log_files(&sim), ["ib_redo0", "ib_redo1"]);
