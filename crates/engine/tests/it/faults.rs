@@ -27,7 +27,12 @@
 //!   catch and what they cannot is in the table);
 //! - power cut at the n-th I/O of `Database::create_in` (file creations not yet made durable by
 //!   a directory fsync vanish): reopening finds a consistent empty database or refuses with an
-//!   error naming the file, and never opens a half-created one.
+//!   error naming the file, and never opens a half-created one;
+//! - ENOSPC / EIO on a write or fsync of the new files of an online log resize, or EIO on a read
+//!   of the log it copies, while the workload commits: the resize fails naming the file and the
+//!   errno, the log keeps its size and the workload goes on (or, when the failed write was the
+//!   switch's checkpoint slot, the engine refuses writes, W7); everything acknowledged is intact
+//!   after the crash.
 //!
 //! The workload and its verification are `common::workload`, shared with the crash campaign.
 //! `EVENKEEL_SIM_RUNS=N` sets the number of runs (default 260: 10 per kind); a failure prints
@@ -66,6 +71,11 @@ enum Kind {
     RecoveryReadError,
     LostSync(&'static str),
     CreateCut,
+    ResizeFault {
+        file: &'static str,
+        op: FaultOp,
+        kind: FaultKind,
+    },
 }
 
 impl Kind {
@@ -88,6 +98,22 @@ impl Kind {
             Kind::LostSync(LOG0),
             Kind::LostSync(DATA_FILE),
             Kind::CreateCut,
+            // the log starts in set A, so a resize builds ib_redo*
+            Kind::ResizeFault {
+                file: "ib_redo0",
+                op: FaultOp::Write,
+                kind: FaultKind::Enospc,
+            },
+            Kind::ResizeFault {
+                file: "ib_redo1",
+                op: FaultOp::Sync,
+                kind: FaultKind::Eio,
+            },
+            Kind::ResizeFault {
+                file: LOG0,
+                op: FaultOp::Read,
+                kind: FaultKind::Eio,
+            },
         ]);
         v
     }
@@ -104,6 +130,7 @@ impl Kind {
             Kind::RecoveryReadError => "EIO on read (recovery)".into(),
             Kind::LostSync(f) => format!("lost fsync: {f}"),
             Kind::CreateCut => "power cut in create".into(),
+            Kind::ResizeFault { file, op, kind } => format!("resize: {kind:?} on {op:?}: {file}"),
         }
     }
 
@@ -420,6 +447,45 @@ fn one_run(seed: u64, kind: &Kind) -> Tally {
             poll(|| sh.p.total_acked() >= more, || {});
             if rng.gen_bool(0.5) {
                 let _ = db.flush();
+            }
+        }
+        Kind::ResizeFault { file, op, kind } => {
+            sim.inject(Fault {
+                file: Some(file.to_string()),
+                op: *op,
+                after: rng.gen_range(0..3),
+                kind: *kind,
+                persistent: false,
+            });
+            let before = db.status().log_capacity_bytes;
+            let r = db.resize_log(2048 * 1024);
+            let fired = faults_fired(&sim) > 0;
+            match (r, fired) {
+                (Err(e), true) => {
+                    let e = e.to_string();
+                    assert!(
+                        e.contains(file) && e.contains(errno_text(*kind)),
+                        "seed {seed}: a failed resize must name the file and the cause: {e}"
+                    );
+                    assert_eq!(db.status().log_capacity_bytes, before, "seed {seed}");
+                    tally.errors += 1;
+                    tally.sample = Some(e);
+                }
+                (Ok(_), false) => tally.outcome("resize done (the fault did not fire)"),
+                (r, fired) => panic!("seed {seed}: resize {r:?} with the fault fired: {fired}"),
+            }
+            // the workload goes on after an abandoned resize; a failed switch stops it (W7)
+            let more = sh.p.total_acked() + rng.gen_range(1..40);
+            poll(
+                || sh.p.total_acked() >= more || !sh.errors.lock().unwrap().is_empty(),
+                || {},
+            );
+            if fired {
+                tally.outcome(if sh.errors.lock().unwrap().is_empty() {
+                    "resize abandoned, commits went on"
+                } else {
+                    "resize failed at the switch, writes refused"
+                });
             }
         }
         Kind::CreateCut => unreachable!(),
