@@ -32,6 +32,44 @@ pub fn assert_check(db: &Database) -> evenkeel::check::CheckReport {
     r
 }
 
+/// The durable files of `sim`, as (name, bytes): an image to start crash runs from.
+pub fn durable_image(sim: &SimStorage) -> Vec<(String, Vec<u8>)> {
+    sim.durable_file_names()
+        .into_iter()
+        .map(|n| {
+            let bytes = sim.read_durable(&n);
+            (n, bytes)
+        })
+        .collect()
+}
+
+/// A fresh simulated disk holding `image` durably.
+pub fn disk_from(image: &[(String, Vec<u8>)]) -> SimStorage {
+    use evenkeel::io::{FileKind, Storage};
+    let sim = SimStorage::new();
+    for (name, bytes) in image {
+        let f = sim.open(name, FileKind::Other, true).unwrap();
+        f.write_at(bytes, 0).unwrap();
+        f.sync().unwrap();
+    }
+    sim.sync_dir().unwrap();
+    sim
+}
+
+/// After a power cut at operation `n`: the crash (every unsynced write dropped for even `n`, a
+/// random subset kept for odd), the power back on, and the reopen, which must succeed.
+pub fn crash_after_cut_and_reopen(sim: &SimStorage, n: u64, o: Options) -> Database {
+    use evenkeel::io::sim::CrashMode;
+    sim.crash_with(if n.is_multiple_of(2) {
+        CrashMode::DropUnsynced
+    } else {
+        CrashMode::KeepRandomSubset { seed: n }
+    });
+    sim.restart();
+    Database::open_in(Arc::new(sim.clone()), o)
+        .unwrap_or_else(|e| panic!("cut at write {n}: reopen failed: {e}"))
+}
+
 /// Deterministic key of 16 bytes for `i` (big-endian so key order = numeric order).
 pub fn key16(i: u64) -> Vec<u8> {
     let mut k = vec![b'k'; 8];

@@ -9,9 +9,8 @@
 //! piecemeal, between its steps (intent, name, each page freed, intent removed), as it would
 //! under any concurrent load; the page cleaner writes its pages too.
 
-use crate::common::{key16, opts, val};
-use evenkeel::io::sim::CrashMode;
-use evenkeel::io::{FileKind, SimStorage, Storage};
+use crate::common::{crash_after_cut_and_reopen, disk_from, durable_image, key16, opts, val};
+use evenkeel::io::SimStorage;
 use evenkeel::{Database, Options};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -54,24 +53,7 @@ fn base_image() -> Vec<(String, Vec<u8>)> {
     }
     txn.commit().unwrap();
     db.close().unwrap();
-    sim.durable_file_names()
-        .into_iter()
-        .map(|n| {
-            let bytes = sim.read_durable(&n);
-            (n, bytes)
-        })
-        .collect()
-}
-
-fn disk_from(image: &[(String, Vec<u8>)]) -> SimStorage {
-    let sim = SimStorage::new();
-    for (name, bytes) in image {
-        let f = sim.open(name, FileKind::Other, true).unwrap();
-        f.write_at(bytes, 0).unwrap();
-        f.sync().unwrap();
-    }
-    sim.sync_dir().unwrap();
-    sim
+    durable_image(&sim)
 }
 
 /// What one crash left: whether the table "big" survived (whole).
@@ -154,14 +136,7 @@ fn a_crash_at_any_write_of_a_drop_leaves_the_table_whole_or_gone_and_no_page_lea
         ticker.join().unwrap();
         let cut = sim.is_power_cut();
         drop(db);
-        sim.crash_with(if n.is_multiple_of(2) {
-            CrashMode::DropUnsynced
-        } else {
-            CrashMode::KeepRandomSubset { seed: n }
-        });
-        sim.restart();
-        let db = Database::open_in(Arc::new(sim.clone()), drop_opts())
-            .unwrap_or_else(|e| panic!("cut at write {n}: reopen failed: {e}"));
+        let db = crash_after_cut_and_reopen(&sim, n, drop_opts());
         let survived = verify(&db, n, dropped.is_ok());
         runs += 1;
         whole += u64::from(survived);

@@ -296,6 +296,17 @@ impl Tally {
     }
 }
 
+/// A one-shot `kind` fault on the first, second or third `op` of `file`.
+fn inject_once(sim: &SimStorage, file: &str, op: FaultOp, kind: FaultKind, rng: &mut SmallRng) {
+    sim.inject(Fault {
+        file: Some(file.to_string()),
+        op,
+        after: rng.gen_range(0..3),
+        kind,
+        persistent: false,
+    });
+}
+
 fn faults_fired(sim: &SimStorage) -> u64 {
     let c = sim.fault_counts();
     c.eio + c.enospc + c.lost_syncs + c.power_cuts
@@ -387,13 +398,7 @@ fn one_run(seed: u64, kind: &Kind) -> Tally {
             await_refusal(seed, &sim, &db, &sh, f, "os error 5");
         }
         Kind::IoError { file, op, kind } => {
-            sim.inject(Fault {
-                file: Some(file.to_string()),
-                op: *op,
-                after: rng.gen_range(0..3),
-                kind: *kind,
-                persistent: false,
-            });
+            inject_once(&sim, file, *op, *kind, &mut rng);
             await_refusal(seed, &sim, &db, &sh, file, errno_text(*kind));
             if rng.gen_bool(0.5) {
                 crash = None; // a process restart: the OS keeps what was written
@@ -450,13 +455,7 @@ fn one_run(seed: u64, kind: &Kind) -> Tally {
             }
         }
         Kind::ResizeFault { file, op, kind } => {
-            sim.inject(Fault {
-                file: Some(file.to_string()),
-                op: *op,
-                after: rng.gen_range(0..3),
-                kind: *kind,
-                persistent: false,
-            });
+            inject_once(&sim, file, *op, *kind, &mut rng);
             let before = db.status().log_capacity_bytes;
             let r = db.resize_log(2048 * 1024);
             let fired = faults_fired(&sim) > 0;

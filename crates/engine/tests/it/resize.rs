@@ -4,8 +4,9 @@
 //! every write of a resize leaving every acknowledged commit and one whole log. The crash
 //! campaign (crash.rs) also resizes while it crashes.
 
-use crate::common::{assert_check, key16, opts, val};
-use evenkeel::io::sim::CrashMode;
+use crate::common::{
+    assert_check, crash_after_cut_and_reopen, disk_from, durable_image, key16, opts, val,
+};
 use evenkeel::io::{FileKind, SimStorage, Storage};
 use evenkeel::{Database, Error, Options};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -276,25 +277,12 @@ fn a_power_cut_at_any_write_of_a_resize_keeps_every_commit_and_one_whole_log() {
         // leave redo to recover: no clean shutdown
         base.crash();
     }
-    let image: Vec<(String, Vec<u8>)> = base
-        .durable_file_names()
-        .into_iter()
-        .map(|name| {
-            let bytes = base.read_durable(&name);
-            (name, bytes)
-        })
-        .collect();
+    let image = durable_image(&base);
     let mut new_cap = 0u64;
     let (mut outcomes_old, mut outcomes_new, mut runs) = (0, 0, 0);
     let mut n = 0u64;
     loop {
-        let sim = SimStorage::new();
-        for (name, bytes) in &image {
-            let f = sim.open(name, FileKind::Other, true).unwrap();
-            f.write_at(bytes, 0).unwrap();
-            f.sync().unwrap();
-        }
-        sim.sync_dir().unwrap();
+        let sim = disk_from(&image);
         let db = Database::open_in(Arc::new(sim.clone()), resize_opts()).unwrap();
         let before = db.status().log_capacity_bytes;
         // redo since the checkpoint for the resize to copy
@@ -327,14 +315,7 @@ fn a_power_cut_at_any_write_of_a_resize_keeps_every_commit_and_one_whole_log() {
         writer.join().unwrap();
         let acked = acked.load(Ordering::SeqCst);
         drop(db);
-        sim.crash_with(if n.is_multiple_of(2) {
-            CrashMode::DropUnsynced
-        } else {
-            CrashMode::KeepRandomSubset { seed: n }
-        });
-        sim.restart();
-        let db = Database::open_in(Arc::new(sim.clone()), resize_opts())
-            .unwrap_or_else(|e| panic!("cut at write {n}: reopen failed: {e}"));
+        let db = crash_after_cut_and_reopen(&sim, n, resize_opts());
         assert_rows(&db, acked, 400, &format!("cut at write {n}"));
         assert_check(&db);
         let cap = db.status().log_capacity_bytes;
