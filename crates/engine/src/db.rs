@@ -324,6 +324,8 @@ impl Database {
                 age_at_switch: self.inner.dur.checkpoint_age(),
                 copied_bytes: 0,
                 stall_us: 0,
+                seconds: 0.0,
+                pages_written: 0,
             }
         } else {
             self.inner

@@ -7,6 +7,10 @@
 //! The run loop calls `Scheduler::apply_due` after sampling each second, so the row of second
 //! N still shows the old setting and the change shows from row N+1; the change is logged as a
 //! line, recorded on row N (`event`, drawn as a marker) and kept in summary.json (`events`).
+//! TPC-C hands the changes to a worker thread (`Scheduler::start_worker`), so one that takes
+//! seconds (a redo log resize: `set log_capacity=...`) does not stop the sampling of those
+//! seconds; its line says when it took effect, and a refusal shows in that line and in the
+//! event's `error`.
 //! TPC-C ticks on whole seconds, so this is exact; insert steps tick on their own seconds, so
 //! there a change applies at the first tick at or after its time (never early).
 //! Schedules are parsed before anything is opened and checked against the engine
@@ -156,6 +160,19 @@ pub struct Scheduler {
     sets: Vec<ScheduledSet>,
     next: usize,
     events: Vec<RunEvent>,
+    /// With a worker ([`Scheduler::start_worker`]): changes go to it and its results come
+    /// back here, so a change that takes seconds (a redo log resize) does not hold up the
+    /// sampling of those seconds.
+    worker: Option<Worker>,
+}
+
+/// The channel ends of a worker thread that applies changes one at a time.
+#[derive(Debug)]
+struct Worker {
+    todo: std::sync::mpsc::Sender<(usize, ScheduledSet)>,
+    done: std::sync::mpsc::Receiver<(usize, Option<String>, f64)>,
+    /// Changes sent whose result has not come back.
+    pending: usize,
 }
 
 impl Scheduler {
@@ -165,7 +182,66 @@ impl Scheduler {
             sets,
             next: 0,
             events: Vec::new(),
+            worker: None,
         }
+    }
+
+    /// From now on changes are applied by a thread of `scope` while the run loop goes on
+    /// sampling; each is logged when it is sent and again when it has taken effect (or
+    /// failed). The thread ends when the scheduler is dropped or its events are taken.
+    pub fn start_worker<'scope, 'env: 'scope>(
+        &mut self,
+        scope: &'scope std::thread::Scope<'scope, 'env>,
+        d: &'env dyn Driver,
+    ) {
+        if self.sets.is_empty() {
+            return;
+        }
+        let (todo, todo_rx) = std::sync::mpsc::channel::<(usize, ScheduledSet)>();
+        let (done_tx, done) = std::sync::mpsc::channel();
+        scope.spawn(move || {
+            for (i, s) in todo_rx {
+                let t = std::time::Instant::now();
+                let error = d.set_option(&s.name, &s.value).err().map(|e| e.message);
+                if done_tx.send((i, error, t.elapsed().as_secs_f64())).is_err() {
+                    return;
+                }
+            }
+        });
+        self.worker = Some(Worker {
+            todo,
+            done,
+            pending: 0,
+        });
+    }
+
+    /// Results the worker has sent back: the events get their errors; returns the lines.
+    fn collect(&mut self, t_s: u64, wait: bool) -> Vec<String> {
+        let mut lines = Vec::new();
+        let Some(w) = &mut self.worker else {
+            return lines;
+        };
+        while w.pending > 0 {
+            let got = if wait {
+                w.done.recv().ok()
+            } else {
+                w.done.try_recv().ok()
+            };
+            let Some((i, error, seconds)) = got else {
+                break;
+            };
+            w.pending -= 1;
+            let e = &mut self.events[i];
+            lines.push(match &error {
+                None => format!(
+                    "{t_s:4}, at {} s: {} took effect in {seconds:.2} s",
+                    e.at_s, e.action
+                ),
+                Some(err) => format!("{t_s:4}, at {} s: {} FAILED: {err}", e.at_s, e.action),
+            });
+            e.error = error;
+        }
+        lines
     }
 
     /// Apply every change due by `measured_s` seconds into the measured phase. `row` is the
@@ -179,11 +255,25 @@ impl Scheduler {
         row: Option<&mut SampleRow>,
     ) -> Vec<String> {
         let t_s = row.as_ref().map_or(0, |r| r.t_s);
-        let mut lines = Vec::new();
+        let mut lines = self.collect(t_s, false);
         let mut applied = Vec::new();
         while let Some(s) = self.sets.get(self.next).filter(|s| s.at_s <= measured_s) {
             self.next += 1;
             let action = s.action();
+            if let Some(w) = &mut self.worker {
+                if w.todo.send((self.events.len(), s.clone())).is_ok() {
+                    w.pending += 1;
+                    lines.push(format!("{t_s:4}, at {} s: {action} (applying)", s.at_s));
+                    applied.push(action.clone());
+                    self.events.push(RunEvent {
+                        t_s,
+                        at_s: s.at_s,
+                        action,
+                        error: None,
+                    });
+                    continue;
+                }
+            }
             let error = d.set_option(&s.name, &s.value).err().map(|e| e.message);
             lines.push(match &error {
                 None => format!("{t_s:4}, at {} s: {action}", s.at_s),
@@ -213,7 +303,16 @@ impl Scheduler {
         &self.sets[self.next.min(self.sets.len())..]
     }
 
-    pub fn into_events(self) -> Vec<RunEvent> {
+    /// The events, once every change sent to the worker has taken effect or failed; returns
+    /// the lines of those that finished after the last sampled second too.
+    pub fn finish(&mut self, t_s: u64) -> Vec<String> {
+        let lines = self.collect(t_s, true);
+        self.worker = None;
+        lines
+    }
+
+    pub fn into_events(mut self) -> Vec<RunEvent> {
+        self.collect(0, true);
         self.events
     }
 }
@@ -329,5 +428,35 @@ mod tests {
         let ev = sch.into_events();
         assert_eq!((ev[0].t_s, ev[0].at_s), (3, 1));
         assert!(ev[0].error.is_some());
+    }
+
+    #[test]
+    fn a_worker_applies_changes_while_the_loop_goes_on() {
+        let d = ModelDriver::new();
+        let v =
+            parse_schedule(&["1s:set x=1".to_string(), "2s:set y=2".to_string()]).expect("parses");
+        let mut sch = Scheduler::new(v);
+        std::thread::scope(|s| {
+            sch.start_worker(s, &d);
+            let mut row = SampleRow {
+                t_s: 5,
+                ..SampleRow::default()
+            };
+            let lines = sch.apply_due(&d, 2, Some(&mut row));
+            // both sent at once; the row carries them, the result comes later
+            assert!(lines.len() >= 2, "{lines:?}");
+            assert!(lines[0].contains("(applying)"), "{lines:?}");
+            assert_eq!(row.event.as_deref(), Some("set x=1; set y=2"));
+            let done = sch.finish(6);
+            let all: Vec<String> = lines.into_iter().chain(done).collect();
+            assert_eq!(
+                all.iter().filter(|l| l.contains("FAILED")).count(),
+                2,
+                "{all:?}"
+            );
+        });
+        let ev = sch.into_events();
+        assert_eq!(ev.len(), 2);
+        assert!(ev.iter().all(|e| e.error.is_some() && e.t_s == 5));
     }
 }

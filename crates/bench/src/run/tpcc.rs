@@ -188,6 +188,7 @@ pub fn run_tpcc(o: &TpccOptions) -> BenchResult<RunOutput> {
     let mut sch = Scheduler::new(o.common.schedule.clone());
     let live = std::sync::Mutex::new(Vec::new());
     let (rows, total) = std::thread::scope(|s| -> BenchResult<(Vec<SampleRow>, Recorder)> {
+        sch.start_worker(s, d);
         if o.live_check_every_s > 0 {
             let (shared, live) = (&shared, &live);
             s.spawn(move || live_checks(d, o.live_check_every_s, &shared.stop, live));
@@ -214,6 +215,10 @@ pub fn run_tpcc(o: &TpccOptions) -> BenchResult<RunOutput> {
             &failed,
             &mut con,
         );
+        // the worker thread ends once the changes sent to it are done (also after an error)
+        for l in sch.finish(o.warmup_s + o.duration_s) {
+            con.line(&l);
+        }
         shared.stop.store(true, Ordering::Relaxed);
         for h in handles {
             h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))?;

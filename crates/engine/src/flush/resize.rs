@@ -2,6 +2,10 @@
 //! the checkpoint age within what the resized log may start with, by writing back the oldest
 //! dirty pages, then switch with appends held off for the copy of the last blocks only.
 //!
+//! The write-back runs at most at `io_capacity_max` pages per second (what the page cleaner
+//! may write past the async point), and the copy of the log pauses between its chunks
+//! (wal/resize.rs), so a resize is background work beside the clients, not a burst.
+//!
 //! The age the new log may start with is its async point (`checkpoint_async_point_pct` of the
 //! new capacity): a shrink that switched nearer the end would hand the first seconds of the new
 //! log to forced flushing, exactly the hole a resize must not make. A grow never has to wait
@@ -30,22 +34,28 @@ impl Durability {
         let new_capacity = self.log.capacity_for(file_size, files)?;
         let async_pct = u64::from(self.knobs.read().checkpoint_async_point_pct);
         let limit = new_capacity / 100 * async_pct;
-        let deadline = Instant::now() + max_wait;
-        self.lower_age_to(limit, deadline);
+        let started = Instant::now();
+        let deadline = started + max_wait;
+        let mut written = self.lower_age_to(limit, deadline);
         let mut r = self.log.resize_begin(file_size, files)?;
         loop {
-            self.lower_age_to(limit, deadline);
+            written += self.lower_age_to(limit, deadline);
             self.log.resize_catch_up(&mut r)?;
-            if let Some(out) = self.space.resize_commit(&mut r, new_capacity - limit)? {
+            if let Some(mut out) = self.space.resize_commit(&mut r, new_capacity - limit)? {
                 self.log.resize_cleanup(&mut r);
+                out.seconds = started.elapsed().as_secs_f64();
+                out.pages_written = written;
                 tracing::info!(
                     "redo log resized online: capacity {} -> {} bytes, checkpoint age {} at the \
-                     switch, {} bytes of redo copied, appends held off {} us",
+                     switch, {} bytes of redo copied, {} pages written back, appends held off {} \
+                     us, {:.2} s in all",
                     out.old_capacity,
                     out.new_capacity,
                     out.age_at_switch,
                     out.copied_bytes,
-                    out.stall_us
+                    out.pages_written,
+                    out.stall_us,
+                    out.seconds
                 );
                 self.wake_flusher();
                 return Ok(out);
@@ -71,17 +81,26 @@ impl Durability {
     }
 
     /// Writes back the oldest dirty pages and checkpoints until the checkpoint age is at most
-    /// `limit` or `deadline` passes (the resize then finds out whether the age fits).
-    fn lower_age_to(&self, limit: u64, deadline: Instant) {
+    /// `limit` or `deadline` passes (the resize then finds out whether the age fits), at most
+    /// `io_capacity_max` pages per second. Returns the pages written.
+    fn lower_age_to(&self, limit: u64, deadline: Instant) -> u64 {
+        let started = Instant::now();
+        let mut written = 0u64;
         while self.checkpoint_age() > limit && Instant::now() < deadline {
             let before = self.log.checkpoint_lsn();
             let flushed = self.flush_oldest(FLUSH_BATCH_PAGES);
             let moved = self.checkpoint().map(|cp| cp > before);
             match (flushed, moved) {
-                (Ok(n), Ok(moved)) if n > 0 || moved => {}
-                (Err(_), _) | (_, Err(_)) => return, // poisoned: the switch reports it
+                (Ok(n), Ok(moved)) if n > 0 || moved => written += n as u64,
+                (Err(_), _) | (_, Err(_)) => return written, // poisoned: the switch reports it
                 _ => std::thread::sleep(Duration::from_millis(1)),
             }
+            let rate = self.knobs.read().io_capacity_max.max(1) as f64;
+            let due = Duration::from_secs_f64(written as f64 / rate);
+            if let Some(ahead) = due.checked_sub(started.elapsed()) {
+                std::thread::sleep(ahead.min(deadline.saturating_duration_since(Instant::now())));
+            }
         }
+        written
     }
 }

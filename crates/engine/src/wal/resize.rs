@@ -51,7 +51,7 @@ pub struct LogResize {
 }
 
 /// What a committed resize did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ResizeOutcome {
     /// Log capacity (LSN units) before and after.
     pub old_capacity: u64,
@@ -62,6 +62,12 @@ pub struct ResizeOutcome {
     pub copied_bytes: u64,
     /// Microseconds the switch held appends off (the last copy, the fsyncs, the slots).
     pub stall_us: u64,
+    /// Seconds the whole resize took, the write-back before it included (set by the caller
+    /// that drives the resize; 0 from the log alone).
+    pub seconds: f64,
+    /// Pages the resize wrote back itself to bring the checkpoint age within the new log (set
+    /// by the caller).
+    pub pages_written: u64,
 }
 
 impl LogResize {
@@ -173,7 +179,7 @@ impl Log {
         let from = old.geom.block_of(checkpoint).max(r.copied);
         // The block holding `written` may still be rewritten (it is partial): not final.
         let to = old.geom.block_of(written);
-        let (n, stopped_at) = copy_blocks(&old, &r.ring, from, to, false)?;
+        let (n, stopped_at) = copy_blocks(&old, &r.ring, from, to, Mode::Paced)?;
         r.copied = stopped_at.unwrap_or(to).max(r.copied);
         r.copied_bytes += n;
         Ok(n)
@@ -211,7 +217,7 @@ impl Log {
         let result = (|| -> Result<u64> {
             let from = old.geom.block_of(checkpoint).max(r.copied);
             let to = old.geom.block_of(end);
-            let (n, _) = copy_blocks(&old, &r.ring, from, to, true)?;
+            let (n, _) = copy_blocks(&old, &r.ring, from, to, Mode::Strict)?;
             for f in &r.ring.files {
                 // IMPORTANT: every block of the new log is durable before its slot makes it
                 // the log recovery reads.
@@ -268,6 +274,8 @@ impl Log {
             age_at_switch: end - checkpoint,
             copied_bytes: r.copied_bytes,
             stall_us: started.elapsed().as_micros() as u64,
+            seconds: 0.0,
+            pages_written: 0,
         }))
     }
 }
@@ -287,22 +295,33 @@ impl Log {
     }
 }
 
+/// How [`copy_blocks`] runs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Beside the writers: a block that fails its checks ends the copy (the writer recycled it
+    /// since the checkpoint passed it), and after each chunk the copy sleeps as long as the
+    /// chunk took, so it takes at most half of a core and of the device from the workload
+    /// while still copying far faster than any log is written.
+    Paced,
+    /// With appends held off: a block that fails is an error (the log recovery needs is
+    /// damaged), and there is no pause.
+    Strict,
+}
+
 /// Copies blocks `[from, to)` of `old` to their places in `new`, each checked as the block of
-/// its number. With `strict`, a block that fails is an error (the log recovery needs is
-/// damaged); without, the copy stops there and returns the block (a block the writer recycled
-/// since the checkpoint passed it, or one still being written). Returns the bytes copied and
-/// where a non-strict copy stopped.
+/// its number. Returns the bytes copied and where a paced copy stopped.
 fn copy_blocks(
     old: &Ring,
     new: &Ring,
     from: u64,
     to: u64,
-    strict: bool,
+    mode: Mode,
 ) -> Result<(u64, Option<u64>)> {
     let bs = old.geom.block_size as u64;
     let mut copied = 0;
     let mut b = from;
     while b < to {
+        let chunk_started = std::time::Instant::now();
         let n = (to - b).min(COPY_CHUNK_BYTES / bs);
         for (file, offset, first, count) in old.geom.runs(b, b + n) {
             let mut buf = vec![0u8; (count * bs) as usize];
@@ -320,7 +339,7 @@ fn copy_blocks(
             }
             if good < count {
                 let bad = first + good;
-                if strict {
+                if mode == Mode::Strict {
                     let (f, off) = old.geom.locate(bad);
                     return Err(Error::BadDatabase {
                         path: old.file(f)?.name().into(),
@@ -336,6 +355,9 @@ fn copy_blocks(
             }
         }
         b += n;
+        if mode == Mode::Paced {
+            std::thread::sleep(chunk_started.elapsed());
+        }
     }
     Ok((copied, None))
 }
