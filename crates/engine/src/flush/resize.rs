@@ -2,8 +2,8 @@
 //! the checkpoint age within what the resized log may start with, by writing back the oldest
 //! dirty pages, then switch with appends held off for the copy of the last blocks only.
 //!
-//! The write-back runs at most at `io_capacity_max` pages per second (what the page cleaner
-//! may write past the async point), and the copy of the log pauses between its chunks
+//! The write-back starts at `io_capacity_max` pages per second (what the page cleaner may
+//! write past the async point) and speeds up only while the age does not fall, and the copy of the log pauses between its chunks
 //! (wal/resize.rs), so a resize is background work beside the clients, not a burst.
 //!
 //! The age the new log may start with is its async point (`checkpoint_async_point_pct` of the
@@ -15,6 +15,9 @@ use super::{Durability, FLUSH_BATCH_PAGES};
 use crate::error::{Error, Result};
 use crate::wal::ResizeOutcome;
 use std::time::{Duration, Instant};
+
+/// How often a shrink's write-back checks that the checkpoint age is falling.
+const RESIZE_RATE_WINDOW: Duration = Duration::from_millis(500);
 
 /// How long a resize may spend, by default, bringing the checkpoint age within the new log before it gives
 /// up with an error (the log keeps its size).
@@ -81,23 +84,36 @@ impl Durability {
     }
 
     /// Writes back the oldest dirty pages and checkpoints until the checkpoint age is at most
-    /// `limit` or `deadline` passes (the resize then finds out whether the age fits), at most
-    /// `io_capacity_max` pages per second. Returns the pages written.
+    /// `limit` or `deadline` passes (the resize then finds out whether the age fits). It starts
+    /// at `io_capacity_max` pages per second and doubles the rate each half second in which
+    /// the age did not fall by a twentieth: writers that dirty pages faster than that would
+    /// otherwise keep the age up for good. Returns the pages written.
     fn lower_age_to(&self, limit: u64, deadline: Instant) -> u64 {
-        let started = Instant::now();
         let mut written = 0u64;
+        let mut rate = self.knobs.read().io_capacity_max.max(1) as f64;
+        let (mut window, mut window_written, mut window_age) =
+            (Instant::now(), 0u64, self.checkpoint_age());
         while self.checkpoint_age() > limit && Instant::now() < deadline {
             let before = self.log.checkpoint_lsn();
             let flushed = self.flush_oldest(FLUSH_BATCH_PAGES);
             let moved = self.checkpoint().map(|cp| cp > before);
             match (flushed, moved) {
-                (Ok(n), Ok(moved)) if n > 0 || moved => written += n as u64,
+                (Ok(n), Ok(moved)) if n > 0 || moved => {
+                    written += n as u64;
+                    window_written += n as u64;
+                }
                 (Err(_), _) | (_, Err(_)) => return written, // poisoned: the switch reports it
                 _ => std::thread::sleep(Duration::from_millis(1)),
             }
-            let rate = self.knobs.read().io_capacity_max.max(1) as f64;
-            let due = Duration::from_secs_f64(written as f64 / rate);
-            if let Some(ahead) = due.checked_sub(started.elapsed()) {
+            if window.elapsed() >= RESIZE_RATE_WINDOW {
+                let age = self.checkpoint_age();
+                if age > window_age - window_age / 20 {
+                    rate *= 2.0;
+                }
+                (window, window_written, window_age) = (Instant::now(), 0, age);
+            }
+            let due = Duration::from_secs_f64(window_written as f64 / rate);
+            if let Some(ahead) = due.checked_sub(window.elapsed()) {
                 std::thread::sleep(ahead.min(deadline.saturating_duration_since(Instant::now())));
             }
         }
