@@ -1,9 +1,11 @@
-//! Page lookup: a hit latches the frame; a miss takes a free frame (evicting a clean page
-//! from the LRU tail, or writing a batch of dirty tail pages when none is clean), installs the
-//! page and reads it outside the instance mutex (B1, B4 in mod.rs).
+//! Page lookup: a hit pins the frame under a read lock of its page-table shard (no instance
+//! mutex), touches the LRU only when the page must move in it, and latches the frame; a miss
+//! takes a free frame (evicting a clean page from the LRU tail, or writing a batch of dirty
+//! tail pages when none is clean), installs the page and reads it outside the instance mutex
+//! (B1, B4 in mod.rs).
 
-use super::lru::Touch;
-use super::{BufferPool, InstState, Latched, Meta, Mode, PageRead, PageWrite, EXTENT_PAGES};
+use super::lru::{Peek, Touch};
+use super::{BufferPool, InstState, Latched, Meta, Mode, PageRead, PageWrite};
 use crate::error::{Error, Result};
 use crate::page;
 use crate::types::{FrameId, Lsn, PageId};
@@ -26,13 +28,28 @@ impl BufferPool {
         let k = self.instance_of(pid);
         let inst = &self.instances[k];
         loop {
-            let st = inst.state.lock();
-            let hit = st.page_table.get(&pid).copied();
+            let hit = {
+                let table = inst.table(pid).read();
+                let hit = table.get(&pid).copied();
+                if let Some(fid) = hit {
+                    // the page header and the start of the slot array, loading while the
+                    // frame is pinned and latched
+                    self.frames[fid.index()].prefetch(2);
+                    // pin under the shard's read lock (B1): eviction unmaps under its write
+                    // lock and only an unpinned frame
+                    self.frames[fid.index()].pin.fetch_add(1, Ordering::Acquire);
+                }
+                hit
+            };
             if let Some(fid) = hit {
-                match self.fetch_hit(st, fid, pid, mode) {
+                match self.fetch_hit(k, fid, pid, mode) {
                     Some(latched) => return Ok(latched),
                     None => continue, // the frame was reused for another page: look again
                 }
+            }
+            let st = inst.state.lock();
+            if inst.lookup(pid).is_some() {
+                continue; // installed meanwhile (pages are installed under the mutex)
             }
             // Miss: find a frame, install the page, read it outside the mutex.
             let fid = match self.take_free_frame(k, st)? {
@@ -45,39 +62,42 @@ impl BufferPool {
         }
     }
 
-    /// A hit on `fid` (found for `pid` under `st`): pins it, touches the LRU, and latches it
-    /// as `mode` asks. None when the frame no longer holds `pid` once latched (the caller
-    /// looks again).
-    fn fetch_hit<'a>(
-        &'a self,
-        mut st: parking_lot::MutexGuard<'a, InstState>,
-        fid: FrameId,
-        pid: PageId,
-        mode: Mode,
-    ) -> Option<Latched<'a>> {
-        self.frames[fid.index()].pin.fetch_add(1, Ordering::Acquire);
+    /// A hit on `fid` of instance `k` (found for `pid` and pinned by the caller): touches the
+    /// LRU, and latches it as `mode` asks. None when the frame no longer holds `pid` once
+    /// latched (the caller looks again).
+    fn fetch_hit(&self, k: usize, fid: FrameId, pid: PageId, mode: Mode) -> Option<Latched<'_>> {
         self.counters.hits.fetch_add(1, Ordering::Relaxed);
-        match st.lru.touch(fid, self.now_ms()) {
-            Touch::MadeYoung => {
-                self.counters.made_young.fetch_add(1, Ordering::Relaxed);
-            }
-            Touch::NotYoung => {
+        let inst = &self.instances[k];
+        // The mutex only when the page may move; the clock only for an old page.
+        match inst
+            .hints
+            .peek(fid.offset_from(inst.base), || self.now_ms())
+        {
+            Peek::Young => {}
+            Peek::NotYoung => {
                 self.counters.made_not_young.fetch_add(1, Ordering::Relaxed);
             }
-            Touch::AlreadyYoung => {}
+            Peek::Move => match inst.state.lock().lru.touch(fid, self.now_ms()) {
+                Touch::MadeYoung => {
+                    self.counters.made_young.fetch_add(1, Ordering::Relaxed);
+                }
+                Touch::NotYoung => {
+                    self.counters.made_not_young.fetch_add(1, Ordering::Relaxed);
+                }
+                Touch::AlreadyYoung => {}
+            },
         }
-        let m = st.meta_mut(fid);
+        let frame = &self.frames[fid.index()];
         if matches!(mode, Mode::Prefetch) {
-            drop(st);
             self.unpin(fid);
             return Some(Latched::Loaded);
         }
-        m.ra = false;
-        drop(st);
-        if pid.0 % EXTENT_PAGES == EXTENT_PAGES - 1 {
+        // The first access of a page read ahead may trigger linear read-ahead, as a miss does
+        // (InnoDB: buf_read_ahead_linear only when the page had not been accessed); later hits
+        // do not, or every hit on an extent's last page would queue the next extent again.
+        if frame.ra.load(Ordering::Relaxed) && frame.ra.swap(false, Ordering::Relaxed) {
             self.maybe_read_ahead(pid, false);
         }
-        let frame = &self.frames[fid.index()];
         let latched = match mode {
             Mode::Read => {
                 let g = frame.latch.read();
@@ -128,7 +148,9 @@ impl BufferPool {
     ) -> Result<Option<Latched<'_>>> {
         let inst = &self.instances[k];
         let mut st = inst.state.lock();
-        if st.page_table.contains_key(&pid) {
+        let mut table = inst.table(pid).write();
+        if table.contains_key(&pid) {
+            drop(table);
             st.free.push(fid);
             return Ok(None);
         }
@@ -137,11 +159,12 @@ impl BufferPool {
             unreachable!("free frame {fid} is latched (B1 broken)");
         };
         frame.pin.fetch_add(1, Ordering::Acquire);
-        st.page_table.insert(pid, fid);
-        *st.meta_mut(fid) = Meta {
-            ra: matches!(mode, Mode::Prefetch),
-            ..Meta::clean(pid)
-        };
+        frame
+            .ra
+            .store(matches!(mode, Mode::Prefetch), Ordering::Relaxed);
+        table.insert(pid, fid);
+        drop(table);
+        *st.meta_mut(fid) = Meta::clean(pid);
         let now = self.now_ms();
         st.lru.insert_new(fid, now);
         drop(st);
@@ -154,7 +177,8 @@ impl BufferPool {
             g.valid = false;
             g.page = PageId::NONE;
             let mut st = inst.state.lock();
-            st.page_table.remove(&pid);
+            inst.table(pid).write().remove(&pid);
+            frame.ra.store(false, Ordering::Relaxed);
             st.lru.remove(fid);
             st.meta_mut(fid).page = PageId::NONE;
             st.free.push(fid);
@@ -224,9 +248,11 @@ impl BufferPool {
             }
             let (clean_victim, dirty_victims) = self.scan_tail(&st);
             if let Some(fid) = clean_victim {
-                self.count_wait(waited);
-                self.evict(&mut st, fid);
-                return Ok(Some(fid));
+                if self.evict(k, &mut st, fid) {
+                    self.count_wait(waited);
+                    return Ok(Some(fid));
+                }
+                continue; // pinned by a hit since the scan: look again
             }
             if waited.is_none() {
                 waited = Some(Instant::now());
@@ -301,19 +327,35 @@ impl BufferPool {
         (clean_victim, dirty_victims)
     }
 
-    /// Evicts the clean, unpinned page in `fid` (B1: checked under the instance mutex the
-    /// caller holds) and counts it.
-    fn evict(&self, st: &mut InstState, fid: FrameId) {
+    /// Removes clean `fid`'s page from instance `k`'s page table if no one holds a pin on it
+    /// (B1: checked under the shard's write lock, where hits pin, with the instance mutex
+    /// held by the caller, where everyone else pins). False, changing nothing, when pinned.
+    pub(super) fn unmap_unpinned(&self, k: usize, st: &InstState, fid: FrameId) -> bool {
         let pid = st.meta(fid).page;
-        if st.meta(fid).ra {
+        let mut table = self.instances[k].table(pid).write();
+        if self.frames[fid.index()].pin.load(Ordering::Acquire) != 0 {
+            return false;
+        }
+        table.remove(&pid);
+        drop(table);
+        if self.frames[fid.index()].ra.swap(false, Ordering::Relaxed) {
             self.counters
                 .read_ahead_evicted_unused
                 .fetch_add(1, Ordering::Relaxed);
         }
-        st.page_table.remove(&pid);
+        true
+    }
+
+    /// Evicts the clean page in `fid` of instance `k` unless it is pinned, and counts it.
+    /// False when it is pinned (nothing changed).
+    fn evict(&self, k: usize, st: &mut InstState, fid: FrameId) -> bool {
+        if !self.unmap_unpinned(k, st, fid) {
+            return false;
+        }
         st.lru.remove(fid);
         st.meta_mut(fid).page = PageId::NONE;
         self.counters.evictions.fetch_add(1, Ordering::Relaxed);
+        true
     }
 
     /// Adds the wait that began at `waited` (if one did) to free_frame_wait_us.

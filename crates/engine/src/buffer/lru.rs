@@ -4,12 +4,21 @@
 //! the head of the old sublist (the midpoint), so a scan cannot flush the hot set; it is made
 //! young only when touched again at least `old_blocks_time` ms after its first access. The old
 //! sublist is kept at `old_blocks_pct` of the list. A young page is moved to the head only when
-//! it has drifted into the older quarter of the young sublist, to avoid churning the list on
-//! every hit (InnoDB's buf_page_peek_if_too_old).
+//! a quarter of the young sublist's length in pages has left the list since it was last put
+//! there, to avoid churning the list on every hit (InnoDB's buf_page_peek_if_too_old, which
+//! measures this drift with freed_page_clock): while nothing is evicted (a working set that
+//! fits the pool) no young page is ever moved.
 //!
-//! Entries are the instance's frames, from `base` on; the caller holds the instance mutex.
+//! Entries are the instance's frames, from `base` on; the caller holds the instance mutex for
+//! every method here. A hit decides without that mutex whether a touch would change anything
+//! through [`LruHints`] (atomics published under the mutex, read relaxed): a young page near
+//! the head, or an old page touched before `old_blocks_time`, needs no mutex, and only an old
+//! page needs the clock. The hint is only a pre-check: the touch that moves a page re-decides
+//! under the mutex.
 
 use crate::types::FrameId;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// The "no frame" end of a list.
 const NIL: FrameId = FrameId(u32::MAX);
@@ -38,6 +47,54 @@ impl List {
     }
 }
 
+const TAG_SHIFT: u32 = 62;
+const TAG_YOUNG: u64 = 1 << TAG_SHIFT;
+const TAG_OLD: u64 = 2 << TAG_SHIFT;
+const VALUE_MASK: u64 = (1 << TAG_SHIFT) - 1;
+
+/// What a hit may read without the instance mutex: per frame, its sublist and either its
+/// young stamp (young) or its first access time (old); per instance, the stamp below which a
+/// young page would be moved. Written only by [`Lru`] under the mutex, read relaxed: a stale
+/// read only makes a hit skip or take a move that the locked touch re-decides.
+pub struct LruHints {
+    /// Tag (bits 62-63: none, young, old) | young stamp or first access ms.
+    state: Box<[AtomicU64]>,
+    /// A young page whose stamp is below this is moved to the head on a hit.
+    young_cutoff: AtomicU64,
+    old_time_ms: u64,
+}
+
+/// What a hit should do, as far as the hints tell.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Peek {
+    /// Nothing to change: a young page near the head, or not on the list.
+    Young,
+    /// An old page touched within old_blocks_time of its first access: counted, not moved.
+    NotYoung,
+    /// The page may move: touch it under the mutex.
+    Move,
+}
+
+impl LruHints {
+    /// Frame `x` (relative to the instance's first frame), hit now; `now_ms` is called only
+    /// for an old page.
+    pub fn peek(&self, x: usize, now_ms: impl FnOnce() -> u64) -> Peek {
+        let s = self.state[x].load(Ordering::Relaxed);
+        let v = s & VALUE_MASK;
+        if s & TAG_OLD != 0 {
+            if self.old_time_ms == 0 || now_ms().saturating_sub(v) >= self.old_time_ms {
+                Peek::Move
+            } else {
+                Peek::NotYoung
+            }
+        } else if s & TAG_YOUNG != 0 && v < self.young_cutoff.load(Ordering::Relaxed) {
+            Peek::Move
+        } else {
+            Peek::Young
+        }
+    }
+}
+
 /// Outcome of touching a page, for the made-young / not-young counters.
 #[derive(Debug, PartialEq, Eq)]
 #[allow(clippy::enum_variant_names)] // InnoDB's own vocabulary: made young / not young
@@ -56,10 +113,13 @@ pub struct Lru {
     next: Vec<FrameId>,
     which: Vec<Which>,
     first_access_ms: Vec<u64>,
+    /// `freed` when the page was last put at the head of the young sublist.
     young_seq: Vec<u64>,
-    seq: u64,
+    /// Pages removed from the list so far (InnoDB's freed_page_clock).
+    freed: u64,
     old_pct: usize,
     old_time_ms: u64,
+    hints: Arc<LruHints>,
 }
 
 impl Lru {
@@ -74,10 +134,36 @@ impl Lru {
             which: vec![Which::None; nframes],
             first_access_ms: vec![0; nframes],
             young_seq: vec![0; nframes],
-            seq: 0,
+            freed: 0,
             old_pct,
             old_time_ms,
+            hints: Arc::new(LruHints {
+                state: (0..nframes).map(|_| AtomicU64::new(0)).collect(),
+                young_cutoff: AtomicU64::new(0),
+                old_time_ms,
+            }),
         }
+    }
+
+    /// The hints a hit reads without the mutex.
+    pub fn hints(&self) -> Arc<LruHints> {
+        self.hints.clone()
+    }
+
+    /// Publishes frame slot `x`'s sublist and stamp.
+    fn publish(&self, x: usize) {
+        let s = match self.which[x] {
+            Which::None => 0,
+            Which::Young => TAG_YOUNG | (self.young_seq[x] & VALUE_MASK),
+            Which::Old => TAG_OLD | (self.first_access_ms[x] & VALUE_MASK),
+        };
+        self.hints.state[x].store(s, Ordering::Relaxed);
+    }
+
+    /// Publishes the young stamp cutoff (after the list or the clock changed).
+    fn publish_cutoff(&self) {
+        let cutoff = self.freed.saturating_sub(self.young.len as u64 / 4);
+        self.hints.young_cutoff.store(cutoff, Ordering::Relaxed);
     }
 
     pub fn len(&self) -> usize {
@@ -126,6 +212,7 @@ impl Lru {
         self.which[x] = Which::None;
         self.prev[x] = NIL;
         self.next[x] = NIL;
+        self.publish(x);
     }
 
     fn push_front(&mut self, w: Which, i: FrameId) {
@@ -145,9 +232,9 @@ impl Lru {
         l.len += 1;
         self.which[x] = w;
         if w == Which::Young {
-            self.seq += 1;
-            self.young_seq[x] = self.seq;
+            self.young_seq[x] = self.freed;
         }
+        self.publish(x);
     }
 
     fn push_back(&mut self, w: Which, i: FrameId) {
@@ -166,6 +253,7 @@ impl Lru {
         }
         l.len += 1;
         self.which[x] = w;
+        self.publish(x);
     }
 
     /// Keeps the old sublist at old_pct of the list by moving pages across the midpoint.
@@ -190,6 +278,7 @@ impl Lru {
         self.first_access_ms[x] = now_ms;
         self.push_front(Which::Old, i);
         self.rebalance();
+        self.publish_cutoff();
     }
 
     /// A page found in the pool was accessed again.
@@ -201,13 +290,14 @@ impl Lru {
                     self.unlink(i);
                     self.push_front(Which::Young, i);
                     self.rebalance();
+                    self.publish_cutoff();
                     Touch::MadeYoung
                 } else {
                     Touch::NotYoung
                 }
             }
             Which::Young => {
-                if self.young_seq[x] + (self.young.len as u64 / 4) < self.seq {
+                if self.young_seq[x] + (self.young.len as u64 / 4) < self.freed {
                     self.unlink(i);
                     self.push_front(Which::Young, i);
                     Touch::MadeYoung
@@ -222,7 +312,9 @@ impl Lru {
     pub fn remove(&mut self, i: FrameId) {
         if self.contains(i) {
             self.unlink(i);
+            self.freed += 1;
             self.rebalance();
+            self.publish_cutoff();
         }
     }
 
@@ -274,6 +366,54 @@ mod tests {
         let mut sorted = tail.clone();
         sorted.sort();
         assert_eq!(sorted, (0..100).map(FrameId).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn young_pages_move_only_after_evictions_and_hints_agree() {
+        let mut lru = Lru::new(FrameId(0), 100, 37, 1000);
+        let hints = lru.hints();
+        for i in 0..100 {
+            lru.insert_new(FrameId(i), 0);
+        }
+        // an old page: the clock is asked, and before old_blocks_time nothing moves
+        let x = lru.tail_iter(1).next().unwrap_or(NIL);
+        let mut asked = false;
+        let peek = hints.peek(x.index(), || {
+            asked = true;
+            10
+        });
+        assert!(asked);
+        assert_eq!(peek, Peek::NotYoung);
+        assert_eq!(lru.touch(x, 10), Touch::NotYoung);
+        assert_eq!(hints.peek(x.index(), || 2000), Peek::Move);
+        assert_eq!(lru.touch(x, 2000), Touch::MadeYoung);
+        // young, and nothing evicted since: no move however many hits, no clock
+        let young: Vec<FrameId> = (0..100)
+            .map(FrameId)
+            .filter(|&f| lru.which[f.index()] == Which::Young)
+            .collect();
+        assert!(young.len() > 50);
+        for &f in &young {
+            assert_eq!(
+                hints.peek(f.index(), || unreachable!("clock read for a young page")),
+                Peek::Young
+            );
+            assert_eq!(lru.touch(f, 5000), Touch::AlreadyYoung);
+        }
+        // a quarter of the young sublist evicted: pages made young before are moved on a hit
+        let quarter = lru.young.len / 4 + 1;
+        let victims: Vec<FrameId> = lru.tail_iter(quarter).collect();
+        for v in victims {
+            lru.remove(v);
+        }
+        assert!(lru.contains(x));
+        assert_eq!(hints.peek(x.index(), || 5000), Peek::Move);
+        assert_eq!(lru.touch(x, 5000), Touch::MadeYoung);
+        assert_eq!(hints.peek(x.index(), || 5000), Peek::Young);
+        // a removed page is on no list
+        let gone = lru.tail_iter(1).next().unwrap_or(NIL);
+        lru.remove(gone);
+        assert_eq!(hints.peek(gone.index(), || 0), Peek::Young);
     }
 
     #[test]

@@ -3,9 +3,12 @@
 //! and a flush list ordered by oldest modification LSN.
 //!
 //! Invariants kept here (docs/invariants.md):
-//! - B1: a pin is taken only under the instance mutex; eviction picks only frames with pin
-//!   count zero, checked under that mutex. Every latch holder holds a pin, so an evicted frame
-//!   is never latched.
+//! - B1: a pin is taken only under the instance mutex or under a read lock of the page-table
+//!   shard that maps the frame's page; eviction picks only frames with pin count zero, checked
+//!   under that mutex and again under that shard's write lock, which is where the page leaves
+//!   the page table. Every latch holder holds a pin, so an evicted frame is never latched.
+//!   Lock order: instance mutex, then a page-table shard; a hit takes only the shard (read)
+//!   and, when its page must move in the LRU list, the mutex after releasing the shard.
 //! - B2: a frame is on the flush list iff it holds changes not yet written; its key is the LSN
 //!   of the first change since it was last written (oldest_modification).
 //! - B3 (invariant 1, the WAL rule) lives in [`BufferPool::write_back`], the one function that
@@ -25,10 +28,11 @@ pub use guard::{PageRead, PageWrite};
 use crate::error::{Error, Health, Result};
 use crate::io::{AlignedBuf, File};
 use crate::types::{FrameId, Lsn, PageId};
-use lru::Lru;
+use lru::{Lru, LruHints};
 use parking_lot::{Mutex, RwLock};
 use std::collections::{BTreeSet, HashMap};
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -49,7 +53,65 @@ pub struct FrameData {
 struct Frame {
     latch: RwLock<FrameData>,
     pin: AtomicU32,
+    /// Read by read-ahead and not accessed since (set by the miss that installs the page,
+    /// cleared by its first access or its eviction).
+    ra: AtomicBool,
+    /// The address of `latch`'s page bytes, which never move (allocated at open, never
+    /// replaced): a hit asks the CPU for the page header while it pins and latches. Used only
+    /// as a prefetch hint, never dereferenced.
+    buf_addr: usize,
 }
+
+impl Frame {
+    /// Starts loading the first `lines` cache lines of the frame's page into the CPU cache.
+    #[inline(always)]
+    fn prefetch(&self, lines: usize) {
+        #[cfg(target_arch = "x86_64")]
+        for i in 0..lines {
+            let p = self.buf_addr.wrapping_add(i * 64) as *const i8;
+            // SAFETY: a prefetch instruction never faults, writes nothing and has no effect
+            // the program can observe except timing, whatever the address; `p` is not
+            // dereferenced (it points into the frame's page bytes, which live as long as the
+            // pool).
+            unsafe {
+                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p);
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = lines;
+    }
+}
+
+/// A hasher for page numbers: one multiply, with the high bits folded down (the table uses
+/// both the low bits, for the bucket, and the top 7, for the control byte).
+#[derive(Default)]
+struct PageHasher(u64);
+
+impl Hasher for PageHasher {
+    fn finish(&self) -> u64 {
+        let h = self.0.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        h ^ (h >> 29)
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8) | b as u64;
+        }
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.0 = (self.0 << 32) | n as u64;
+    }
+}
+
+type PageMap = HashMap<PageId, FrameId, BuildHasherDefault<PageHasher>>;
+
+/// Page-table shards per instance: hits on different pages rarely share a lock word.
+const TABLE_SHARDS: usize = 64;
+
+/// One page-table shard, alone on its cache line(s).
+#[repr(align(128))]
+struct TableShard(RwLock<PageMap>);
 
 #[derive(Clone, Copy)]
 struct Meta {
@@ -66,14 +128,11 @@ struct Meta {
     /// was copied (Lsn(0): none). When the write completes, the page is still dirty, but only
     /// from this LSN on, so it moves to this place in the flush list.
     redirty_lsn: Lsn,
-    /// Read by read-ahead and not accessed since.
-    ra: bool,
 }
 
 struct InstState {
     /// The instance's first frame: `meta` is indexed from it.
     base: FrameId,
-    page_table: HashMap<PageId, FrameId>,
     free: Vec<FrameId>,
     lru: Lru,
     flush_list: BTreeSet<(Lsn, FrameId)>,
@@ -102,13 +161,35 @@ impl Meta {
             newest_lsn: Lsn(0),
             io_busy: false,
             redirty_lsn: Lsn(0),
-            ra: false,
         }
     }
 }
 
 struct Instance {
     state: Mutex<InstState>,
+    /// The page table, sharded by page number: written under `state` (B1), read by hits
+    /// without it.
+    tables: Box<[TableShard]>,
+    /// The LRU list's hints, read by hits without `state`.
+    hints: Arc<LruHints>,
+    /// The instance's first frame (as `InstState::base`).
+    base: FrameId,
+}
+
+impl Instance {
+    fn table(&self, pid: PageId) -> &RwLock<PageMap> {
+        let h = (pid.0 as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40;
+        &self.tables[h as usize % TABLE_SHARDS].0
+    }
+
+    fn lookup(&self, pid: PageId) -> Option<FrameId> {
+        self.table(pid).read().get(&pid).copied()
+    }
+
+    /// Pages in the page table.
+    fn resident(&self) -> usize {
+        self.tables.iter().map(|t| t.0.read().len()).sum()
+    }
 }
 
 /// Counters of the buffer pool (cumulative since open).
@@ -295,30 +376,46 @@ impl BufferPool {
         }
         let n = per_instance * cfg.instances;
         let frames: Box<[Frame]> = (0..n)
-            .map(|_| Frame {
-                latch: RwLock::new(FrameData {
-                    buf: vec![0u8; cfg.page_size].into_boxed_slice(),
-                    page: PageId::NONE,
-                    valid: false,
-                }),
-                pin: AtomicU32::new(0),
+            .map(|_| {
+                let buf = vec![0u8; cfg.page_size].into_boxed_slice();
+                Frame {
+                    buf_addr: buf.as_ptr() as usize,
+                    latch: RwLock::new(FrameData {
+                        buf,
+                        page: PageId::NONE,
+                        valid: false,
+                    }),
+                    pin: AtomicU32::new(0),
+                    ra: AtomicBool::new(false),
+                }
             })
             .collect();
         let instances = (0..cfg.instances)
             .map(|k| {
                 let base = (k * per_instance) as u32;
                 let frames = base..base + per_instance as u32;
+                let lru = Lru::new(
+                    FrameId(base),
+                    per_instance,
+                    cfg.old_blocks_pct,
+                    cfg.old_blocks_time_ms,
+                );
+                let shard_cap = per_instance / TABLE_SHARDS + 16;
                 Instance {
+                    hints: lru.hints(),
+                    tables: (0..TABLE_SHARDS)
+                        .map(|_| {
+                            TableShard(RwLock::new(PageMap::with_capacity_and_hasher(
+                                shard_cap,
+                                Default::default(),
+                            )))
+                        })
+                        .collect(),
+                    base: FrameId(base),
                     state: Mutex::new(InstState {
                         base: FrameId(base),
-                        page_table: HashMap::with_capacity(per_instance),
                         free: frames.rev().map(FrameId).collect(),
-                        lru: Lru::new(
-                            FrameId(base),
-                            per_instance,
-                            cfg.old_blocks_pct,
-                            cfg.old_blocks_time_ms,
-                        ),
+                        lru,
                         flush_list: BTreeSet::new(),
                         oldest_sum: 0,
                         meta: vec![Meta::clean(PageId::NONE); per_instance],
@@ -457,7 +554,7 @@ impl BufferPool {
         for inst in self.instances.iter() {
             let st = inst.state.lock();
             dirty += st.flush_list.len() as u64;
-            data += st.page_table.len() as u64;
+            data += inst.resident() as u64;
             free += st.free.len() as u64;
         }
         100.0 * dirty as f64 / (1 + data + free) as f64
@@ -479,7 +576,7 @@ impl BufferPool {
         };
         for inst in self.instances.iter() {
             let st = inst.state.lock();
-            s.pages_data += st.page_table.len() as u64;
+            s.pages_data += inst.resident() as u64;
             s.pages_free += st.free.len() as u64;
             s.pages_dirty += st.flush_list.len() as u64;
         }

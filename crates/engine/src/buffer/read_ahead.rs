@@ -21,6 +21,10 @@ impl BufferPool {
     /// Loads `pid` for read-ahead (a no-op when it is in the pool already or past the end of
     /// the file).
     pub fn prefetch(&self, pid: PageId) -> Result<()> {
+        // resident already: nothing to read (and no file-size query, which is a syscall)
+        if self.instances[self.instance_of(pid)].lookup(pid).is_some() {
+            return Ok(());
+        }
         let end = (pid.0 as u64 + 1) * self.page_size as u64;
         if self.file.len()? < end {
             return Ok(());
@@ -29,10 +33,9 @@ impl BufferPool {
     }
 
     pub(super) fn extent_resident(&self, first: u32) -> u32 {
-        let k = self.instance_of(PageId(first));
-        let st = self.instances[k].state.lock();
+        let inst = &self.instances[self.instance_of(PageId(first))];
         (first..first + EXTENT_PAGES)
-            .filter(|p| st.page_table.contains_key(&PageId(*p)))
+            .filter(|p| inst.lookup(PageId(*p)).is_some())
             .count() as u32
     }
 

@@ -249,3 +249,68 @@ fn regression_a_page_changed_while_written_stays_dirty_from_the_change() {
         rec.checkpoint_lsn
     );
 }
+
+/// B1 with hits that pin without the instance mutex: readers of more pages than there are
+/// frames (every few reads evicts) and an LRU cleaner evicting at the same time always get
+/// the page they asked for, and afterwards no frame is pinned and the page table maps each
+/// page to the frame whose meta names it.
+#[test]
+fn hits_without_the_mutex_race_evictions_safely() {
+    let p = pool(32);
+    for chunk in (0..96u32).collect::<Vec<_>>().chunks(16) {
+        let f = dirty(&p, chunk);
+        assert_eq!(p.flush_batch(&f).unwrap(), f.len());
+    }
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        for t in 0..3u64 {
+            let p = &p;
+            s.spawn(move || {
+                let mut x = t + 1;
+                for _ in 0..5_000 {
+                    x = x
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    // a hot third of the pages, and now and then a cold one
+                    let n = if x >> 60 < 12 {
+                        (x >> 33) % 24
+                    } else {
+                        (x >> 33) % 96
+                    } as u32;
+                    let g = p.read(PageId(n)).unwrap();
+                    assert_eq!(g.page_id(), PageId(n));
+                    assert_eq!(page::hdr::lsn(&g), Lsn(n as u64 + 1));
+                }
+            });
+        }
+        s.spawn(|| {
+            while !stop.load(Ordering::Relaxed) {
+                p.lru_clean(8, 32, &|_| true).unwrap();
+                std::thread::yield_now();
+            }
+        });
+        // the readers end first (scope joins them in order), then the cleaner
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        while p.status().page_requests < 15_000 {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        stop.store(true, Ordering::Relaxed);
+    });
+    let status = p.status();
+    assert!(status.evictions > 0 && status.lru_evictions > 0);
+    for f in p.frames.iter() {
+        assert_eq!(f.pin.load(Ordering::Relaxed), 0);
+    }
+    let inst = &p.instances[0];
+    let st = inst.state.lock();
+    let mut mapped = 0;
+    for shard in inst.tables.iter() {
+        for (&pid, &fid) in shard.0.read().iter() {
+            assert_eq!(st.meta(fid).page, pid);
+            assert!(st.lru.contains(fid));
+            mapped += 1;
+        }
+    }
+    assert_eq!(mapped + st.free.len(), 32);
+    assert_eq!(mapped, st.lru.len());
+}

@@ -272,7 +272,7 @@ impl BufferPool {
             let first = pid.0 - pid.0 % EXTENT_PAGES;
             // the frame holding page number `p`, if it is dirty
             let dirty_fid = |p: u32| -> Option<FrameId> {
-                let &f = st.page_table.get(&PageId(p))?;
+                let f = self.instances[k].lookup(PageId(p))?;
                 (st.meta(f).oldest_lsn != Lsn(0)).then_some(f)
             };
             if mode == 2 {
@@ -338,17 +338,11 @@ impl BufferPool {
                 }
             }
             for fid in victims {
-                let m = *st.meta(fid);
-                if m.ra {
-                    self.counters
-                        .read_ahead_evicted_unused
-                        .fetch_add(1, Ordering::Relaxed);
+                if !self.unmap_unpinned(k, &st, fid) {
+                    continue; // pinned by a hit since the scan
                 }
-                st.page_table.remove(&m.page);
                 st.lru.remove(fid);
-                let m = st.meta_mut(fid);
-                m.page = PageId::NONE;
-                m.ra = false;
+                st.meta_mut(fid).page = PageId::NONE;
                 st.free.push(fid);
                 freed += 1;
             }
