@@ -123,14 +123,69 @@ pub fn cell_len(b: &[u8], i: usize) -> usize {
     cell_len_at(b, cell_off(b, i), is_leaf(b))
 }
 
+/// Asks the CPU to start loading the cache line holding `b[off]` (nothing when `off` is past
+/// the end). Only a hint: it changes no state a program can observe.
+#[inline(always)]
+fn prefetch(b: &[u8], off: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(p) = b.get(off) {
+        // SAFETY: a prefetch instruction never faults, writes nothing and has no effect the
+        // program can observe except timing; the address is that of `b[off]`, a live byte.
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                p as *const u8 as *const i8,
+            )
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (b, off);
+}
+
+/// Starts loading the cell of slot `i` (whose slot is read now).
+#[inline(always)]
+fn prefetch_cell(b: &[u8], i: usize) {
+    prefetch(b, cell_off(b, i));
+}
+
+/// Compares stored key `a` with `k`: the first 8 bytes as one big-endian word when both have
+/// them (one compare instead of a call to memcmp for most probes), else bytewise; the same
+/// order as `a.cmp(k)`.
+#[inline(always)]
+fn cmp_key(a: &[u8], k: &[u8]) -> std::cmp::Ordering {
+    if let (Some(x), Some(y)) = (a.first_chunk::<8>(), k.first_chunk::<8>()) {
+        let (x, y) = (u64::from_be_bytes(*x), u64::from_be_bytes(*y));
+        if x != y {
+            return x.cmp(&y);
+        }
+        return a[8..].cmp(&k[8..]);
+    }
+    a.cmp(k)
+}
+
 /// Binary search among the slots. Internal pages: slot 0 compares below every key.
+///
+/// A search of a page not in the CPU cache waits on memory at every probe (the slot, then the
+/// cell it points to). So it first asks for the whole slot array at once, and at each probe
+/// for the cells of both probes that may come next, so that the wait for the next cell
+/// overlaps the compare of this one.
 pub fn search(b: &[u8], k: &[u8]) -> Result<usize, usize> {
     let n = nslots(b);
     let lo_start = if is_leaf(b) { 0 } else { 1 };
     let (mut lo, mut hi) = (lo_start, n);
+    let mut line = slot_pos(lo) & !63;
+    while line < slot_pos(n) {
+        prefetch(b, line);
+        line += 64;
+    }
     while lo < hi {
         let mid = (lo + hi) / 2;
-        match key(b, mid).cmp(k) {
+        if lo < mid {
+            prefetch_cell(b, (lo + mid) / 2);
+        }
+        if mid + 1 < hi {
+            prefetch_cell(b, (mid + 1 + hi) / 2);
+        }
+        match cmp_key(key(b, mid), k) {
             std::cmp::Ordering::Less => lo = mid + 1,
             std::cmp::Ordering::Greater => hi = mid,
             std::cmp::Ordering::Equal => return Ok(mid),
