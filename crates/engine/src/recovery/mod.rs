@@ -309,7 +309,7 @@ pub fn redo(
                     fresh,
                     ranges,
                 } => batch.push(&g, page, fresh, ranges),
-                RecordRef::Commit => {
+                RecordRef::Commit { .. } => {
                     pending.insert(g.start.0);
                     report.pending_commits_peak =
                         report.pending_commits_peak.max(pending.len() as u64);

@@ -185,65 +185,72 @@ impl<'a> Rd<'a> {
     }
 }
 
-/// Decodes every record of a group payload; None if any byte is out of place.
+/// One page-diff range, `{ off u16 | len u16 | bytes }`, checked against the page size.
+fn read_range<'a>(b: &mut Rd<'a>, page_size: usize) -> Option<(usize, &'a [u8])> {
+    let off = b.u16()? as usize;
+    let l = b.u16()? as usize;
+    if off + l > page_size {
+        return None;
+    }
+    Some((off, b.take(l)?))
+}
+
+/// One write of a COMMIT, borrowed: table, key, and the value (None: a delete).
+fn read_write<'a>(b: &mut Rd<'a>) -> Option<WriteRef<'a>> {
+    let table = b.u32()?;
+    let klen = b.u16()? as usize;
+    let kind = b.u8()?;
+    let vlen = b.u32()? as usize;
+    let key = b.take(klen)?;
+    let value = match kind {
+        1 => Some(b.take(vlen)?),
+        0 if vlen == 0 => None,
+        _ => return None,
+    };
+    Some((table, key, value))
+}
+
+/// Decodes every record of a group payload into owned records; None if any byte is out of
+/// place. The records are walked and checked by [`walk_group`], then copied out.
 pub fn decode_group(payload: &[u8], page_size: usize) -> Option<Vec<Record>> {
-    let mut r = Rd { b: payload, at: 0 };
-    let mut out = Vec::new();
-    while r.at < payload.len() {
-        let ty = r.u8()?;
-        let len = r.u32()? as usize;
-        let body = r.take(len)?;
-        let mut b = Rd { b: body, at: 0 };
-        let rec = match ty {
-            REC_PAGE_DIFF => {
-                let page = PageId(b.u32()?);
-                let fresh = b.u8()? & 1 == 1;
-                let n = b.u16()? as usize;
-                let mut ranges = Vec::with_capacity(n.min(1024));
-                for _ in 0..n {
-                    let off = b.u16()? as usize;
-                    let l = b.u16()? as usize;
-                    if off + l > page_size {
-                        return None;
-                    }
-                    ranges.push((off, b.take(l)?.to_vec()));
-                }
-                Record::PageDiff {
+    walk_group(payload, page_size)?
+        .into_iter()
+        .map(|r| {
+            Some(match r {
+                RecordRef::PageDiff {
                     page,
                     fresh,
                     ranges,
+                } => {
+                    let mut b = Rd { b: ranges, at: 0 };
+                    let mut out = Vec::new();
+                    while b.at < ranges.len() {
+                        let (off, bytes) = read_range(&mut b, page_size)?;
+                        out.push((off, bytes.to_vec()));
+                    }
+                    Record::PageDiff {
+                        page,
+                        fresh,
+                        ranges: out,
+                    }
                 }
-            }
-            REC_COMMIT => {
-                let txn = b.u64()?;
-                let n = b.u32()? as usize;
-                let mut writes = Vec::with_capacity(n.min(4096));
-                for _ in 0..n {
-                    let table = b.u32()?;
-                    let klen = b.u16()? as usize;
-                    let kind = b.u8()?;
-                    let vlen = b.u32()? as usize;
-                    let key = b.take(klen)?.to_vec();
-                    let value = match kind {
-                        1 => Some(b.take(vlen)?.to_vec()),
-                        0 if vlen == 0 => None,
-                        _ => return None,
-                    };
-                    writes.push(WriteOp { table, key, value });
+                RecordRef::Commit { txn, writes } => {
+                    let mut b = Rd { b: writes, at: 0 };
+                    let mut out = Vec::new();
+                    while b.at < writes.len() {
+                        let (table, key, value) = read_write(&mut b)?;
+                        out.push(WriteOp {
+                            table,
+                            key: key.to_vec(),
+                            value: value.map(<[u8]>::to_vec),
+                        });
+                    }
+                    Record::Commit { txn, writes: out }
                 }
-                Record::Commit { txn, writes }
-            }
-            REC_APPLY_DONE => Record::ApplyDone {
-                commit_lsn: b.u64()?,
-            },
-            _ => return None,
-        };
-        if b.at != body.len() {
-            return None;
-        }
-        out.push(rec);
-    }
-    Some(out)
+                RecordRef::ApplyDone { commit_lsn } => Record::ApplyDone { commit_lsn },
+            })
+        })
+        .collect()
 }
 
 /// A record of a group payload, borrowed from it (recovery's streaming pass: nothing copied).
@@ -255,14 +262,18 @@ pub enum RecordRef<'a> {
         fresh: bool,
         ranges: &'a [u8],
     },
-    Commit,
+    /// `writes`: the encoded writes, each checked.
+    Commit {
+        txn: u64,
+        writes: &'a [u8],
+    },
     ApplyDone {
         commit_lsn: u64,
     },
 }
 
-/// Walks the records of a group payload without copying, checking every one as
-/// [`decode_group`] does; None if any byte is out of place (then none is returned).
+/// Walks the records of a group payload without copying, checking every byte of every one;
+/// None if any byte is out of place (then none is returned).
 pub fn walk_group(payload: &[u8], page_size: usize) -> Option<Vec<RecordRef<'_>>> {
     let mut r = Rd { b: payload, at: 0 };
     let mut out = Vec::new();
@@ -275,15 +286,10 @@ pub fn walk_group(payload: &[u8], page_size: usize) -> Option<Vec<RecordRef<'_>>
             REC_PAGE_DIFF => {
                 let page = PageId(b.u32()?);
                 let fresh = b.u8()? & 1 == 1;
-                let n = b.u16()? as usize;
+                let n = b.u16()?;
                 let from = b.at;
                 for _ in 0..n {
-                    let off = b.u16()? as usize;
-                    let l = b.u16()? as usize;
-                    if off + l > page_size {
-                        return None;
-                    }
-                    b.take(l)?;
+                    read_range(&mut b, page_size)?;
                 }
                 RecordRef::PageDiff {
                     page,
@@ -292,20 +298,16 @@ pub fn walk_group(payload: &[u8], page_size: usize) -> Option<Vec<RecordRef<'_>>
                 }
             }
             REC_COMMIT => {
-                b.u64()?;
-                for _ in 0..b.u32()? {
-                    b.u32()?;
-                    let klen = b.u16()? as usize;
-                    let kind = b.u8()?;
-                    let vlen = b.u32()? as usize;
-                    b.take(klen)?;
-                    match kind {
-                        1 => b.take(vlen).map(|_| ())?,
-                        0 if vlen == 0 => {}
-                        _ => return None,
-                    }
+                let txn = b.u64()?;
+                let n = b.u32()?;
+                let from = b.at;
+                for _ in 0..n {
+                    read_write(&mut b)?;
                 }
-                RecordRef::Commit
+                RecordRef::Commit {
+                    txn,
+                    writes: &body[from..b.at],
+                }
             }
             REC_APPLY_DONE => RecordRef::ApplyDone {
                 commit_lsn: b.u64()?,
@@ -329,14 +331,10 @@ pub fn apply_page_diff_ranges(page: &mut [u8], fresh: bool, ranges: &[u8]) {
     }
     let mut r = Rd { b: ranges, at: 0 };
     while r.at < ranges.len() {
-        let (Some(off), Some(l)) = (r.u16(), r.u16()) else {
+        let Some((off, src)) = read_range(&mut r, page.len()) else {
             return;
         };
-        let (off, l) = (off as usize, l as usize);
-        match (r.take(l), page.get_mut(off..off + l)) {
-            (Some(src), Some(dst)) => dst.copy_from_slice(src),
-            _ => return,
-        }
+        page[off..off + src.len()].copy_from_slice(src);
     }
 }
 
