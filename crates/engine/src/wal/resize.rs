@@ -263,6 +263,8 @@ impl Log {
             let mut st = sh.state.lock();
             st.unsynced = vec![false; r.ring.files.len()];
             st.ring = r.ring.clone();
+            sh.capacity
+                .store(r.ring.geom.capacity(), std::sync::atomic::Ordering::Release);
             release(&mut st);
         }
         drop(writer);

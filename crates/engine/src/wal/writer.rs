@@ -42,6 +42,9 @@ pub(crate) struct Shared {
     pub storage: Arc<dyn Storage>,
     /// Stream bytes per block; fixed for the log's life (a resize keeps the block size).
     pub payload: u64,
+    /// The ring's capacity, readable without the log's mutex (admission reads it per commit);
+    /// set with the ring, under the mutex.
+    pub capacity: std::sync::atomic::AtomicU64,
     pub users: Mutex<FileUsers>,
     /// The epoch of this run, written in every block (W6).
     pub epoch: u32,
@@ -216,6 +219,7 @@ impl Log {
         let shared = Shared {
             max_payload: ring.geom.max_payload(cfg.buffer_size),
             payload: ring.geom.payload,
+            capacity: std::sync::atomic::AtomicU64::new(ring.geom.capacity()),
             health: cfg.health.clone().unwrap_or_default(),
             storage,
             users: Mutex::new(FileUsers::default()),
@@ -488,7 +492,9 @@ impl Log {
 
     /// Stream bytes that may lie between the checkpoint and the current LSN.
     pub fn capacity(&self) -> u64 {
-        self.shared.state.lock().ring.geom.capacity()
+        self.shared
+            .capacity
+            .load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// The size of each log file and their number, as the files in use now have them.
