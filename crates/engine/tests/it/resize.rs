@@ -221,6 +221,9 @@ fn bad_sizes_and_a_held_back_checkpoint_are_refused_naming_the_limit() {
     db.resize_log(3 * 1024 * K).unwrap();
 }
 
+/// A backup racing resizes: whichever way the race goes, the backup is whole or refused
+/// naming the resize, and every resize is done or refused naming the backup. (Which way each
+/// refusal goes is checked deterministically in wal's `a_copier_and_a_resize_exclude_each_other`.)
 #[test]
 fn a_backup_and_a_resize_exclude_each_other() {
     let sim = SimStorage::new();

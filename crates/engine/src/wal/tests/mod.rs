@@ -582,3 +582,28 @@ fn a_checkpoint_past_an_applied_commit_makes_its_apply_durable() {
         .iter()
         .any(|g| g.start == apply.start));
 }
+
+/// A backup's copier and a resize exclude each other, whichever comes first; each refusal
+/// says why, and once the other is gone the refused one goes through (resize.rs, copy.rs).
+#[test]
+fn a_copier_and_a_resize_exclude_each_other() {
+    let sim = SimStorage::new();
+    let c = small();
+    let log = Log::create(storage(&sim), c.clone()).unwrap();
+    append_all(&log, &[300, 700, 1200], 1);
+    log.flush_to(log.current_lsn(), true).unwrap();
+    let staged = || sim.open("staged", FileKind::Other, true).unwrap();
+    let resize = log.resize_begin(c.file_size * 2, c.files).unwrap();
+    let e = log.copier(log.checkpoint_lsn(), staged()).err().unwrap();
+    assert!(e.to_string().contains("being resized"), "{e}");
+    drop(resize); // abandoned: the new files go, and a copier may start
+    assert!(!sim.exists("ib_redo0"));
+    let copier = log.copier(log.checkpoint_lsn(), staged()).unwrap();
+    let e = log.resize_begin(c.file_size * 2, c.files).err().unwrap();
+    assert!(e.to_string().contains("a backup is copying"), "{e}");
+    drop(copier);
+    let mut r = log.resize_begin(c.file_size * 2, c.files).unwrap();
+    assert!(log.resize_commit(&mut r, 0).unwrap().is_some());
+    log.resize_cleanup(&mut r);
+    assert!(!sim.exists("ib_logfile0") && sim.exists("ib_redo1"));
+}
