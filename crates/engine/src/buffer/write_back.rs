@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::io::AlignedBuf;
 use crate::page;
 use crate::types::{FrameId, Lsn, PageId};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 impl BufferPool {
@@ -303,13 +303,19 @@ impl BufferPool {
 
     /// LRU tail cleaning for the instances `pick` selects: until `want_free` frames are free
     /// in an instance, scan up to `scan_depth` frames from its LRU tail, evicting clean
-    /// unpinned pages to the free list and collecting dirty ones to write. Returns (frames
-    /// freed, dirty pages written). Keeps free frames ready so readers need not write.
+    /// unpinned pages to the free list and taking dirty ones (as many as the free list still
+    /// lacks) to write. The dirty pages are written in batches of `batch_pages` by up to
+    /// `writers` concurrent writers, and each batch's pages go to the free list as soon as that
+    /// batch is written, so a reader waiting for a frame gets one after the first batch, not
+    /// after the whole pass. Returns (frames freed, dirty pages written). Keeps free frames
+    /// ready so readers need not write.
     pub fn lru_clean(
         &self,
         want_free: usize,
         scan_depth: usize,
         pick: &dyn Fn(usize) -> bool,
+        batch_pages: usize,
+        writers: usize,
     ) -> Result<(usize, usize)> {
         let mut freed = 0;
         let mut dirty = Vec::new();
@@ -323,8 +329,9 @@ impl BufferPool {
             }
             let need = want_free - st.free.len();
             let mut victims = Vec::new();
+            let mut dirty_here = 0;
             for fid in st.lru.tail_iter(scan_depth) {
-                if victims.len() >= need {
+                if victims.len() + dirty_here >= need {
                     break;
                 }
                 if self.frames[fid.index()].pin.load(Ordering::Acquire) != 0 {
@@ -335,25 +342,67 @@ impl BufferPool {
                     victims.push(fid);
                 } else if !m.io_busy {
                     dirty.push(fid);
+                    dirty_here += 1;
                 }
             }
             for fid in victims {
-                if !self.unmap_unpinned(k, &st, fid) {
-                    continue; // pinned by a hit since the scan
-                }
-                st.lru.remove(fid);
-                st.meta_mut(fid).page = PageId::NONE;
-                st.free.push(fid);
-                freed += 1;
+                freed += self.free_if_clean(k, &mut st, fid) as usize;
             }
         }
-        self.counters
-            .lru_evictions
-            .fetch_add(freed as u64, Ordering::Relaxed);
-        let mut written = 0;
-        for chunk in dirty.chunks(64) {
-            written += self.flush_batch(chunk)?;
+        let batches: Vec<&[FrameId]> = dirty.chunks(batch_pages.max(1)).collect();
+        let next = AtomicUsize::new(0);
+        let written = AtomicUsize::new(0);
+        let freed_after = AtomicUsize::new(0);
+        let writer = || -> Result<()> {
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(batch) = batches.get(i) else {
+                    return Ok(());
+                };
+                written.fetch_add(self.flush_batch(batch)?, Ordering::Relaxed);
+                let mut n = 0;
+                for &fid in batch.iter() {
+                    let k = self.instance_of_frame(fid);
+                    let mut st = self.instances[k].state.lock();
+                    n += self.free_if_clean(k, &mut st, fid) as usize;
+                }
+                freed_after.fetch_add(n, Ordering::Relaxed);
+            }
+        };
+        let extra = writers.min(batches.len()).saturating_sub(1);
+        if extra == 0 {
+            writer()?;
+        } else {
+            std::thread::scope(|s| -> Result<()> {
+                let others: Vec<_> = (0..extra).map(|_| s.spawn(writer)).collect();
+                let mut first = writer();
+                for h in others {
+                    let r = h.join().expect("an LRU writer panicked");
+                    first = first.and(r);
+                }
+                first
+            })?;
         }
-        Ok((freed, written))
+        freed += freed_after.into_inner();
+        Ok((freed, written.into_inner()))
+    }
+
+    /// Moves frame `fid` of instance `k` to the free list if it holds a clean page that no one
+    /// pins and no batch is writing. A page written from the tail is freed even if a hit made
+    /// it young during the write (InnoDB frees an LRU-flushed page when its write completes,
+    /// checking only that it can be relocated): the cost is one read at worst.
+    fn free_if_clean(&self, k: usize, st: &mut super::InstState, fid: FrameId) -> bool {
+        let m = st.meta(fid);
+        if m.page.is_none() || m.oldest_lsn != Lsn(0) || m.io_busy {
+            return false;
+        }
+        if !self.unmap_unpinned(k, st, fid) {
+            return false; // pinned by a hit since the scan
+        }
+        st.lru.remove(fid);
+        st.meta_mut(fid).page = PageId::NONE;
+        st.free.push(fid);
+        self.counters.lru_evictions.fetch_add(1, Ordering::Relaxed);
+        true
     }
 }

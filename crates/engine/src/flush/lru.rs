@@ -11,13 +11,17 @@
 //!
 //! Each pass, for every buffer-pool instance below the target, it scans up to
 //! max(lru_scan_depth, target) frames from the LRU tail, moves clean unpinned pages to the free
-//! list and writes the dirty ones in doublewrite batches (then frees them in a second pass).
+//! list and writes the dirty ones in doublewrite batches, up to `write_io_threads` batches at
+//! once, freeing each batch's frames as soon as it is written. One writer at a time left the
+//! cleaner bound by the doublewrite area's two fsyncs per batch (about 2,000 pages/s here),
+//! and user threads wrote the rest themselves (docs/measurements.md, "The free-frame
+//! producer").
 //! The target (free frames per instance) comes from the flush policy's plan each cleaner loop.
 //! Sleep adapts to how far the free lists are from it: none while below a quarter, halved
 //! while below the target, doubled up to 100 ms while at or above it; and a reader that found
 //! no free frame wakes it at once.
 
-use super::Durability;
+use super::{Durability, FLUSH_BATCH_PAGES};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -53,23 +57,26 @@ pub fn run(dur: Arc<Durability>) {
         if per_inst == 0 || free >= per_inst * instances {
             continue;
         }
-        let depth = (dur.knobs.read().lru_scan_depth).max(per_inst) as usize;
+        let (depth, writers) = {
+            let k = dur.knobs.read();
+            (
+                k.lru_scan_depth.max(per_inst) as usize,
+                k.write_io_threads as usize,
+            )
+        };
         let all = |_: usize| true;
-        let mut written = 0u64;
-        // second pass frees what the first one wrote (clean now, still at the tail)
-        for _ in 0..2 {
-            match dur.pool.lru_clean(per_inst as usize, depth, &all) {
-                Ok((_, w)) => written += w as u64,
+        let written =
+            match dur
+                .pool
+                .lru_clean(per_inst as usize, depth, &all, FLUSH_BATCH_PAGES, writers)
+            {
+                Ok((_, w)) => w as u64,
                 Err(e) => {
                     dur.poison(&e);
                     tracing::error!("LRU cleaner stops: {e}");
                     return;
                 }
-            }
-            if written == 0 {
-                break;
-            }
-        }
+            };
         dur.counters
             .pages_flushed_lru
             .fetch_add(written, Ordering::Relaxed);
