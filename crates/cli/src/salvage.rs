@@ -256,8 +256,9 @@ pub fn salvage(dir: &Path, out: &Path) -> Result<Salvaged, Failure> {
         let owner = hdr::owner(&b);
         if owner == evenkeel::catalog::CATALOG_TABLE_ID {
             for i in 0..node::nslots(&b) {
-                // a drop intent names no table (the table keeps its name's entry, if any)
-                if evenkeel::catalog::drop_intent_id(node::key(&b, i)).is_some() {
+                // a drop intent or the change buffer's entry names no table (a dropped table
+                // keeps its name's entry, if any)
+                if evenkeel::catalog::is_reserved_key(node::key(&b, i)) {
                     continue;
                 }
                 if let (Ok(name), node::LeafValue::Inline(v)) = (

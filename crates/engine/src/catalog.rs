@@ -1,5 +1,8 @@
 //! catalog: table names to B+tree roots. The catalog is itself a B+tree (table id 0) whose root
-//! is named in the file header; each entry is `name -> table_id u32 | root u32`.
+//! is named in the file header; each entry is `name -> table_id u32 | root u32`, followed for
+//! an index table by a flags byte (bit 0: a key set, btree/ibuf.rs); an entry without it is a
+//! plain table, as every entry written before index tables existed. The change buffer's tree
+//! has an entry under a reserved key ([`crate::btree::ibuf::CATALOG_KEY`]) in the same format.
 //!
 //! DDL (create/drop) is serialised by one mutex; lookups read an in-memory map loaded at open.
 //!
@@ -14,7 +17,7 @@
 //! of the dropped tree is one of its type and owner (table ids are never reused), so a freed
 //! page, on the free list or reused by another table since, is told apart.
 
-use crate::btree::{Ctx, Tree, TreeCounters};
+use crate::btree::{ibuf, Ctx, Tree, TreeCounters};
 use crate::error::{Error, Result};
 use crate::mtr::Mtr;
 use crate::page::PageType;
@@ -43,9 +46,19 @@ pub fn drop_intent_id(key: &[u8]) -> Option<u32> {
     Some(u32::from_be_bytes(id.try_into().ok()?))
 }
 
+/// Whether a catalog key names no table (a drop intent, the change buffer's tree).
+pub fn is_reserved_key(key: &[u8]) -> bool {
+    drop_intent_id(key).is_some() || key == ibuf::CATALOG_KEY
+}
+
+/// Flag bit of an entry's flags byte: the table is a key set (an index table).
+const FLAG_KEY_SET: u8 = 1;
+
 pub struct Catalog {
     pub tree: Tree,
     tables: RwLock<HashMap<String, Arc<Tree>>>,
+    /// The change buffer tree's (id, root), when the file has one.
+    ibuf_entry: Mutex<Option<(u32, PageId)>>,
     /// Drops a crash interrupted, found at load: (table id, root), for `finish_drops`.
     interrupted_drops: Mutex<Vec<(u32, PageId)>>,
     ddl: Mutex<()>,
@@ -59,13 +72,29 @@ fn encode(id: u32, root: PageId) -> [u8; 8] {
     v
 }
 
-pub fn decode(v: &[u8]) -> Option<(u32, PageId)> {
-    if v.len() != 8 {
-        return None;
+fn encode_flags(id: u32, root: PageId, flags: u8) -> Vec<u8> {
+    let mut v = encode(id, root).to_vec();
+    if flags != 0 {
+        v.push(flags);
     }
+    v
+}
+
+/// An entry's table id and root (a plain or an index table).
+pub fn decode(v: &[u8]) -> Option<(u32, PageId)> {
+    decode_entry(v).map(|(id, root, _)| (id, root))
+}
+
+/// An entry's table id, root and whether the table is a key set (an index table).
+pub fn decode_entry(v: &[u8]) -> Option<(u32, PageId, bool)> {
+    let flags = match v.len() {
+        8 => 0,
+        9 if v[8] & !FLAG_KEY_SET == 0 => v[8],
+        _ => return None,
+    };
     let id = u32::from_le_bytes(v[..4].try_into().ok()?);
-    let root = u32::from_le_bytes(v[4..].try_into().ok()?);
-    Some((id, PageId(root)))
+    let root = u32::from_le_bytes(v[4..8].try_into().ok()?);
+    Some((id, PageId(root), flags & FLAG_KEY_SET != 0))
 }
 
 pub fn validate_name(name: &str) -> Result<()> {
@@ -93,6 +122,7 @@ impl Catalog {
         let tree = Tree::new(CATALOG_TABLE_ID, root, counters.clone());
         let mut tables = HashMap::new();
         let mut drops = Vec::new();
+        let mut ibuf_entry = None;
         let mut lower: Option<Vec<u8>> = None;
         loop {
             let lb = match &lower {
@@ -108,13 +138,28 @@ impl Catalog {
                     drops.push((id, troot));
                     continue;
                 }
+                if k[..] == *ibuf::CATALOG_KEY {
+                    ibuf_entry = Some(decode(v).ok_or_else(|| {
+                        Error::corrupt(
+                            cx.pool.file().name(),
+                            root.0,
+                            "the change buffer's catalog entry is malformed",
+                        )
+                    })?);
+                    continue;
+                }
                 let name = String::from_utf8(k.clone()).map_err(|_| {
                     Error::corrupt(cx.pool.file().name(), root.0, "catalog name is not UTF-8")
                 })?;
-                let (id, troot) = decode(v).ok_or_else(|| {
+                let (id, troot, key_set) = decode_entry(v).ok_or_else(|| {
                     Error::corrupt(cx.pool.file().name(), root.0, "catalog entry is malformed")
                 })?;
-                tables.insert(name, Arc::new(Tree::new(id, troot, counters.clone())));
+                let t = if key_set {
+                    Tree::new_key_set(id, troot, counters.clone())
+                } else {
+                    Tree::new(id, troot, counters.clone())
+                };
+                tables.insert(name, Arc::new(t));
             }
             if let Some((k, _)) = batch.rows.last() {
                 lower = Some(k.clone());
@@ -128,6 +173,7 @@ impl Catalog {
         Ok(Catalog {
             tree,
             tables: RwLock::new(tables),
+            ibuf_entry: Mutex::new(ibuf_entry),
             interrupted_drops: Mutex::new(drops),
             ddl: Mutex::new(()),
             counters,
@@ -155,12 +201,44 @@ impl Catalog {
         v
     }
 
-    pub fn create(&self, cx: &Ctx<'_>, name: &str) -> Result<Arc<Tree>> {
+    /// Creates table `name`; `key_set`: an index table (btree/ibuf.rs).
+    pub fn create(&self, cx: &Ctx<'_>, name: &str, key_set: bool) -> Result<Arc<Tree>> {
         validate_name(name)?;
         let _ddl = self.ddl.lock();
         if self.tables.read().contains_key(name) {
             return Err(Error::TableExists(name.to_string()));
         }
+        let (id, root) = self.allocate_tree(cx)?;
+        let flags = if key_set { FLAG_KEY_SET } else { 0 };
+        self.tree
+            .put(cx, name.as_bytes(), &encode_flags(id, root, flags))?;
+        let t = Arc::new(if key_set {
+            Tree::new_key_set(id, root, self.counters.clone())
+        } else {
+            Tree::new(id, root, self.counters.clone())
+        });
+        if let Some(ib) = cx.ibuf {
+            ib.register(&t);
+        }
+        self.tables.write().insert(name.to_string(), t.clone());
+        Ok(t)
+    }
+
+    /// The change buffer tree's (id, root), creating the tree if the file has none (a file
+    /// made before the change buffer existed, opened read-write; None when `create` is false).
+    pub fn change_buffer_tree(&self, cx: &Ctx<'_>, create: bool) -> Result<Option<(u32, PageId)>> {
+        let _ddl = self.ddl.lock();
+        let mut entry = self.ibuf_entry.lock();
+        if entry.is_none() && create {
+            let (id, root) = self.allocate_tree(cx)?;
+            self.tree.put(cx, ibuf::CATALOG_KEY, &encode(id, root))?;
+            *entry = Some((id, root));
+        }
+        Ok(*entry)
+    }
+
+    /// A new table id and an empty leaf root owned by it (one mtr).
+    fn allocate_tree(&self, cx: &Ctx<'_>) -> Result<(u32, PageId)> {
         let (id, root) = {
             let mut mtr = Mtr::new(cx.pool, cx.space);
             let hs = mtr.write(HEADER_PAGE)?;
@@ -175,10 +253,7 @@ impl Catalog {
             mtr.commit()?;
             (id, root)
         };
-        self.tree.put(cx, name.as_bytes(), &encode(id, root))?;
-        let t = Arc::new(Tree::new(id, root, self.counters.clone()));
-        self.tables.write().insert(name.to_string(), t.clone());
-        Ok(t)
+        Ok((id, root))
     }
 
     /// Drops table `name` as one crash-safe unit (see the module comment); returns the pages
@@ -195,6 +270,12 @@ impl Catalog {
         self.tables.write().remove(name);
         t.dropped.store(true, Ordering::Release);
         self.tree.delete(cx, name.as_bytes())?;
+        if let (true, Some(ib)) = (t.key_set, cx.ibuf) {
+            // its buffered changes go first; a crash before they are all gone leaves the rest
+            // to the open, which discards the entries of tables that no longer exist
+            ib.unregister(t.id);
+            ib.discard(cx, t.id, None)?;
+        }
         let freed = t.free_all(cx, false)?;
         self.tree.delete(cx, &drop_intent_key(t.id))?;
         Ok(freed)

@@ -15,7 +15,12 @@
 //!   file only after the log covering its LSN is durable (WAL), and a new log run starts past
 //!   the recovered end, so a page from the future means the log lost acknowledged writes (a
 //!   lost fsync, a restored or swapped log file) and its changes are not replayable.
+//! - C9 the change buffer (btree/ibuf.rs): each entry is well formed (a 16-byte key, an
+//!   operation and a key no longer than a key may be) and names an index table (or one being
+//!   dropped) and a leaf of that table whose bounds hold its key; the inserts buffered for a
+//!   leaf fit in its free space (a merge never splits); index tables hold only empty values.
 
+use crate::btree::ibuf;
 use crate::catalog::{self, CATALOG_TABLE_ID};
 use crate::error::{Error, Result};
 use crate::io::File;
@@ -57,6 +62,8 @@ pub struct CheckReport {
     pub page_count: u32,
     pub free_pages: u32,
     pub tables: Vec<TableReport>,
+    /// The change buffer's tree (its rows are the buffered changes), when the file has one.
+    pub change_buffer: Option<TableReport>,
     pub problems: Vec<Problem>,
 }
 
@@ -65,6 +72,17 @@ impl CheckReport {
         self.problems.is_empty()
     }
 }
+
+/// A leaf of an index table, as C9 needs it: its key bounds from its parents and its free
+/// bytes.
+struct LeafBounds {
+    lo: Option<Vec<u8>>,
+    hi: Option<Vec<u8>>,
+    free: usize,
+}
+
+/// Leaves of each index table, by table id, then page number.
+type IndexLeaves = HashMap<u32, HashMap<u32, LeafBounds>>;
 
 /// Most problems reported before the check stops listing more.
 const MAX_PROBLEMS: usize = 1000;
@@ -221,7 +239,11 @@ pub fn check_file_with_log(
         CATALOG_TABLE_ID,
         &mut cat,
         &mut |k, v| entries.push((k.to_vec(), v.to_vec())),
+        None,
     );
+    let mut index_leaves = IndexLeaves::new();
+    let mut dropping = Vec::new();
+    let mut ibuf_entries = None;
     for (k, v) in entries {
         if let Some(id) = catalog::drop_intent_id(&k) {
             // A drop under way (or cut by a crash, before recovery completed it): its pages
@@ -229,17 +251,69 @@ pub fn check_file_with_log(
             if let Some((_, root)) = catalog::decode(&v) {
                 claim_dropping(&mut c, root, id);
             }
+            dropping.push(id);
+            continue;
+        }
+        if k[..] == *ibuf::CATALOG_KEY {
+            match catalog::decode(&v) {
+                Some((id, root)) => {
+                    let mut t = TableReport {
+                        name: "(change buffer)".into(),
+                        id,
+                        ..Default::default()
+                    };
+                    let mut found = Vec::new();
+                    walk_tree(
+                        &mut c,
+                        root,
+                        id,
+                        &mut t,
+                        &mut |k, v| found.push((k.to_vec(), v.to_vec())),
+                        None,
+                    );
+                    c.report.change_buffer = Some(t);
+                    ibuf_entries = Some((root, found));
+                }
+                None => c.problem(
+                    h.catalog_root.0,
+                    "C9 the change buffer's catalog entry is malformed",
+                ),
+            }
             continue;
         }
         let name = String::from_utf8_lossy(&k).to_string();
-        match catalog::decode(&v) {
-            Some((id, root)) => {
+        match catalog::decode_entry(&v) {
+            Some((id, root, key_set)) => {
                 let mut t = TableReport {
                     name,
                     id,
                     ..Default::default()
                 };
-                walk_tree(&mut c, root, id, &mut t, &mut |_, _| {});
+                if key_set {
+                    let mut leaves = HashMap::new();
+                    let mut valued = 0u64;
+                    walk_tree(
+                        &mut c,
+                        root,
+                        id,
+                        &mut t,
+                        &mut |_, v| valued += u64::from(!v.is_empty()),
+                        Some(&mut leaves),
+                    );
+                    if valued > 0 {
+                        c.problem(
+                            root.0,
+                            format!(
+                                "C9 index table `{}` holds {valued} keys with a value (an index \
+                                 table's values are empty)",
+                                t.name
+                            ),
+                        );
+                    }
+                    index_leaves.insert(id, leaves);
+                } else {
+                    walk_tree(&mut c, root, id, &mut t, &mut |_, _| {}, None);
+                }
                 c.report.tables.push(t);
             }
             None => c.problem(
@@ -247,6 +321,9 @@ pub fn check_file_with_log(
                 format!("catalog entry `{name}` is malformed"),
             ),
         }
+    }
+    if let Some((root, found)) = ibuf_entries {
+        check_change_buffer(&mut c, root, &found, &index_leaves, &dropping);
     }
     // C6: free list
     let mut pid = h.free_head;
@@ -281,7 +358,85 @@ pub fn check_file_with_log(
     Ok(c.report)
 }
 
-/// Walks one tree depth-first, checking C2-C5 and calling `visit` for each leaf record.
+/// C9: the change buffer's entries (`found`, from its tree at `root`) against the index
+/// tables' leaves.
+fn check_change_buffer(
+    c: &mut Checker<'_>,
+    root: PageId,
+    found: &[(Vec<u8>, Vec<u8>)],
+    index_leaves: &IndexLeaves,
+    dropping: &[u32],
+) {
+    let max_key = crate::page::node::max_key_len(c.ps);
+    // per leaf: the bytes its buffered inserts reserve
+    let mut reserved: HashMap<(u32, u32), usize> = HashMap::new();
+    for (k, v) in found {
+        let Some((table, pid, seq)) = ibuf::decode_key(k) else {
+            c.problem(root.0, "C9 change buffer entry with a malformed key");
+            continue;
+        };
+        let what = format!(
+            "change buffer entry {seq} for page {} of table {table}",
+            pid.0
+        );
+        let Some((insert, key)) = ibuf::decode_entry_value(v) else {
+            c.problem(pid.0, format!("C9 {what}: malformed operation"));
+            continue;
+        };
+        if key.len() > max_key {
+            c.problem(
+                pid.0,
+                format!(
+                    "C9 {what}: a key of {} bytes, more than {max_key}",
+                    key.len()
+                ),
+            );
+            continue;
+        }
+        let Some(leaves) = index_leaves.get(&table) else {
+            if !dropping.contains(&table) {
+                c.problem(
+                    pid.0,
+                    format!("C9 {what}: table {table} is not an index table"),
+                );
+            }
+            continue;
+        };
+        let Some(leaf) = leaves.get(&pid.0) else {
+            c.problem(
+                pid.0,
+                format!("C9 {what}: the page is not a leaf of table {table}"),
+            );
+            continue;
+        };
+        if leaf.lo.as_deref().is_some_and(|lo| key < lo)
+            || leaf.hi.as_deref().is_some_and(|hi| key >= hi)
+        {
+            c.problem(
+                pid.0,
+                format!("C9 {what}: its key lies outside the leaf's bounds"),
+            );
+        }
+        if insert {
+            *reserved.entry((table, pid.0)).or_default() += ibuf::insert_reservation(key);
+        }
+    }
+    for ((table, pid), bytes) in reserved {
+        let free = index_leaves[&table][&pid].free;
+        if bytes > free {
+            c.problem(
+                pid,
+                format!(
+                    "C9 the inserts buffered for this leaf of table {table} take {bytes} bytes, \
+                     it has {free} free"
+                ),
+            );
+        }
+    }
+}
+
+/// Walks one tree depth-first, checking C2-C5 and calling `visit` for each leaf record;
+/// `leaves`, when given, receives each leaf's bounds and free bytes (C9).
 ///
 /// Long because C2-C5 are checked on each node as the walk reaches it, with the walk's stack
 /// (key bounds, depth, parent) in scope; a rule per function would re-walk the tree.
@@ -291,6 +446,7 @@ fn walk_tree(
     owner: u32,
     t: &mut TableReport,
     visit: &mut dyn FnMut(&[u8], &[u8]),
+    mut leaves_out: Option<&mut HashMap<u32, LeafBounds>>,
 ) {
     // (page, expected level, lower bound, upper bound)
     type Pending = (PageId, Option<u8>, Option<Vec<u8>>, Option<Vec<u8>>);
@@ -344,6 +500,16 @@ fn walk_tree(
             }
         }
         if l == 0 {
+            if let Some(out) = leaves_out.as_deref_mut() {
+                out.insert(
+                    pid.0,
+                    LeafBounds {
+                        lo: lo.clone(),
+                        hi: hi.clone(),
+                        free: node::free_space(&b),
+                    },
+                );
+            }
             leaves.push(pid);
             t.leaf_pages += 1;
             t.rows += n as u64;

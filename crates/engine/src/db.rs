@@ -70,16 +70,47 @@ impl Database {
     }
 
     pub fn create_table(&self, name: &str) -> Result<Table> {
-        self.inner.check_writable("creating a table")?;
-        let tree = self.inner.catalog.create(&self.inner.ctx(), name)?;
-        self.make_durable()?;
-        Ok(self.inner.table_handle(tree, name))
+        self.create_with(name, false)
     }
 
     /// The table named `name`, creating it if missing.
     pub fn create_table_if_missing(&self, name: &str) -> Result<Table> {
+        self.create_if_missing(name, false)
+    }
+
+    /// Creates an index table: a set of keys, as InnoDB's secondary index whose key ends with
+    /// the primary key. Its changes can go through the change buffer (`change_buffering`):
+    /// a put or delete whose leaf is not in the buffer pool is recorded without reading the
+    /// leaf, and merged when the leaf is read or in the background. The contract that makes
+    /// this possible (the old value is known without the leaf):
+    ///
+    /// - every value is empty (a put with a value fails with `IndexValueNotEmpty`);
+    /// - a put inserts a key the table does not hold, and a delete removes a key it holds.
+    ///
+    /// Breaking the second rule leaves the table as the writes say, but read views taken
+    /// before such a commit may see the key wrong, and the merge counts it in
+    /// `change_buffer_contract_violations`. Reads, scans, locks and isolation are as for any
+    /// table.
+    pub fn create_index_table(&self, name: &str) -> Result<Table> {
+        self.create_with(name, true)
+    }
+
+    /// The index table named `name`, creating it if missing (an existing plain table of that
+    /// name is returned as it is: see [`Table::is_index`]).
+    pub fn create_index_table_if_missing(&self, name: &str) -> Result<Table> {
+        self.create_if_missing(name, true)
+    }
+
+    fn create_with(&self, name: &str, index: bool) -> Result<Table> {
+        self.inner.check_writable("creating a table")?;
+        let tree = self.inner.catalog.create(&self.inner.ctx(), name, index)?;
+        self.make_durable()?;
+        Ok(self.inner.table_handle(tree, name))
+    }
+
+    fn create_if_missing(&self, name: &str, index: bool) -> Result<Table> {
         match self.table(name) {
-            Err(Error::TableNotFound(_)) => match self.create_table(name) {
+            Err(Error::TableNotFound(_)) => match self.create_with(name, index) {
                 Err(Error::TableExists(_)) => self.table(name),
                 r => r,
             },
@@ -202,6 +233,8 @@ impl Database {
                 / (1 + buffer.pages_data + buffer.pages_free) as f64,
             buffer,
             tree: i.tree_counters.snapshot(),
+            change_buffer: i.ibuf.as_ref().map(|b| b.snapshot()).unwrap_or_default(),
+            change_buffer_max_pages: i.ibuf.as_ref().map_or(0, |b| b.max_pages()),
             txns: i.counters.snapshot(),
             history: i.dur.versions.stats(),
             io: i.storage.io_stats(),
@@ -258,6 +291,13 @@ impl Database {
             return self.resize_log(k.log_capacity).map(|_| ());
         }
         self.inner.dur.versions.set_limit(k.max_history_size);
+        if let Some(ib) = &self.inner.ibuf {
+            ib.configure(
+                crate::btree::ChangeBuffering::from_index(k.change_buffering),
+                k.change_buffer_max_size,
+                self.inner.pool.frame_count() as u64,
+            );
+        }
         *self.inner.dur.knobs.write() = k;
         self.inner.dur.wake_flusher();
         Ok(())

@@ -154,6 +154,11 @@ pub enum Error {
     },
     #[error("the database at {0} is closed")]
     DatabaseClosed(String),
+    #[error(
+        "table `{table}` is an index table (a set of keys, created with create_index_table): a \
+         put's value must be empty, this one has {len} bytes"
+    )]
+    IndexValueNotEmpty { table: String, len: usize },
     #[error("the database at {location} is open read-only: {what} is refused")]
     ReadOnly {
         location: String,
@@ -217,6 +222,7 @@ impl Error {
             Error::SnapshotTooOld { .. } => "SnapshotTooOld",
             Error::SerializationFailure { .. } => "SerializationFailure",
             Error::DatabaseClosed(..) => "DatabaseClosed",
+            Error::IndexValueNotEmpty { .. } => "IndexValueNotEmpty",
             Error::ReadOnly { .. } => "ReadOnly",
             Error::NeedsRecovery { .. } => "NeedsRecovery",
             Error::TransactionTooLarge { .. } => "TransactionTooLarge",

@@ -139,6 +139,14 @@ impl<'a> Mtr<'a> {
         }
     }
 
+    /// The slots of every page this mtr holds, in the order it latched them.
+    pub fn held_slots(&self) -> impl Iterator<Item = Slot> + '_ {
+        self.pages
+            .iter()
+            .enumerate()
+            .filter_map(|(s, g)| g.as_ref().map(|_| s))
+    }
+
     pub fn modified_count(&self) -> usize {
         self.pages
             .iter()

@@ -6,7 +6,7 @@
 //! write every dirty page back, mark a clean shutdown, release the file lock) lives here
 //! because the last handle to drop, of either kind, runs it.
 
-use crate::btree::{Ctx, Tree, TreeCounters};
+use crate::btree::{ibuf, ChangeBuffer, Ctx, Tree, TreeCounters};
 use crate::buffer::BufferPool;
 use crate::catalog::Catalog;
 use crate::error::{Error, Result};
@@ -43,6 +43,10 @@ impl Table {
     }
     pub fn id(&self) -> u32 {
         self.tree.id
+    }
+    /// Whether this is an index table (`Database::create_index_table`).
+    pub fn is_index(&self) -> bool {
+        self.tree.key_set
     }
     /// Refuses a handle of a dropped table, or of another database than `db`.
     pub(crate) fn check_usable(&self, db: &DbInner) -> Result<()> {
@@ -103,6 +107,9 @@ pub(crate) struct DbInner {
     pub(crate) lru_cleaner: Mutex<Option<std::thread::JoinHandle<()>>>,
     pub(crate) readers: Mutex<Vec<std::thread::JoinHandle<()>>>,
     pub(crate) catalog: Catalog,
+    /// The change buffer (None only on a read-only open of a file made before it existed).
+    pub(crate) ibuf: Option<Arc<ChangeBuffer>>,
+    pub(crate) ibuf_merger: Mutex<Option<std::thread::JoinHandle<()>>>,
     pub(crate) opts: Options,
     pub(crate) tree_counters: Arc<TreeCounters>,
     pub(crate) counters: DbCounters,
@@ -118,6 +125,7 @@ impl DbInner {
         Ctx {
             pool: &self.pool,
             space: &self.dur.space,
+            ibuf: self.ibuf.as_deref(),
         }
     }
 
@@ -154,6 +162,14 @@ impl DbInner {
             .spawn(move || flush::lru::run(dur))
             .map_err(|e| Error::io("LRU cleaner thread", "spawn", e))?;
         *self.lru_cleaner.lock() = Some(handle);
+        if let Some(ib) = self.ibuf.clone() {
+            let dur = self.dur.clone();
+            let handle = std::thread::Builder::new()
+                .name("evenkeel-ibuf".into())
+                .spawn(move || run_change_buffer_merge(&ib, &dur))
+                .map_err(|e| Error::io("change buffer merge thread", "spawn", e))?;
+            *self.ibuf_merger.lock() = Some(handle);
+        }
         // a reader that finds no free frame wakes the LRU cleaner (weak: the pool must not
         // keep the durability state, which owns the pool, alive)
         let weak = Arc::downgrade(&self.dur);
@@ -212,6 +228,7 @@ impl DbInner {
     }
 
     fn stop_and_write_back(&self) -> Result<()> {
+        let merged = self.stop_change_buffer();
         self.dur.stop();
         if let Some(h) = self.cleaner.lock().take() {
             let _ = h.join();
@@ -235,8 +252,66 @@ impl DbInner {
             debug_assert_eq!(self.pool.status().pages_dirty, 0);
             return self.dur.log.close();
         }
+        merged?;
         sharp_checkpoint(&self.dur, true)?;
         self.dur.log.close()
+    }
+}
+
+impl DbInner {
+    /// Stops the background merge and, read-write and healthy, merges every buffered change
+    /// (with the page cleaner still running): a clean shutdown leaves the change buffer empty,
+    /// so a read-only open, which must write nothing, never has a merge to do.
+    fn stop_change_buffer(&self) -> Result<()> {
+        let Some(ib) = &self.ibuf else {
+            return Ok(());
+        };
+        ib.stop.store(true, Ordering::Release);
+        if let Some(h) = self.ibuf_merger.lock().take() {
+            let _ = h.join();
+        }
+        if self.read_only || self.dur.check_poison().is_err() || std::thread::panicking() {
+            return Ok(());
+        }
+        ib.merge_all(&self.ctx())
+    }
+}
+
+/// The background merge: every 100 ms, merges the buffered changes of as many leaves as
+/// `ibuf::merge_rate` gives for the change buffer's size (InnoDB's master thread merges 5%
+/// of io_capacity pages a second, more as the buffer fills). Runs until shutdown; an error
+/// (a poisoned engine) is logged, and the next reader of that leaf meets it.
+fn run_change_buffer_merge(ib: &ChangeBuffer, dur: &Durability) {
+    const TICK: std::time::Duration = std::time::Duration::from_millis(100);
+    let mut credit = 0.0f64;
+    while !ib.stop.load(Ordering::Acquire) {
+        std::thread::sleep(TICK);
+        if ib.entries() == 0 {
+            credit = 0.0;
+            continue;
+        }
+        let (pct, cap, cap_max) = {
+            let k = dur.knobs.read();
+            (k.change_buffer_merge_pct, k.io_capacity, k.io_capacity_max)
+        };
+        credit += ibuf::merge_rate(pct, cap, cap_max, ib.tree_pages(), ib.max_pages())
+            * TICK.as_secs_f64();
+        let n = credit.floor();
+        if n < 1.0 {
+            continue;
+        }
+        credit -= n;
+        let cx = Ctx {
+            pool: &dur.pool,
+            space: &dur.space,
+            ibuf: Some(ib),
+        };
+        if let Err(e) = ib.merge_some(&cx, n as usize) {
+            tracing::warn!("change buffer: background merge failed: {e}");
+            if dur.check_poison().is_err() {
+                return;
+            }
+        }
     }
 }
 

@@ -5,7 +5,7 @@
 //! `evenkeel status --metrics`, the workbench's per-second engine extras and its reports read
 //! it, so a counter added to a group reaches all of them without being listed again.
 
-use crate::btree::TreeCounts;
+use crate::btree::{ChangeBufferCounts, TreeCounts};
 use crate::buffer::PoolStatus;
 use crate::counter::{MetricInfo, MetricKind};
 use crate::flush::FlushCounts;
@@ -62,6 +62,10 @@ pub struct Status {
     pub buffer: PoolStatus,
     /// B+tree structure modifications.
     pub tree: TreeCounts,
+    /// The change buffer (btree/ibuf.rs): changes buffered and merged, its size now.
+    pub change_buffer: ChangeBufferCounts,
+    /// The most pages the change buffer's tree may take (change_buffer_max_size of the pool).
+    pub change_buffer_max_pages: u64,
     /// Transactions and rows.
     pub txns: DbCounts,
     /// Old row versions kept for read views, purge and the views.
@@ -91,6 +95,7 @@ macro_rules! metrics {
 }
 
 metrics! {
+    change_buffer_max_pages: Gauge "pages", "The most pages the change buffer's tree may take (change_buffer_max_size of the buffer pool).", |s| s.change_buffer_max_pages;
     lsn: Gauge "bytes", "The end of the redo stream (an LSN is a byte offset in it).", |s| s.lsn;
     flushed_lsn: Gauge "bytes", "How far the redo log is durable.", |s| s.flushed_lsn;
     checkpoint_lsn: Gauge "bytes", "The last checkpoint's LSN: recovery starts there.",
@@ -179,7 +184,8 @@ metrics! {
 }
 
 /// Every metric, in the order [`Status::metrics`] gives values: the declared ones above, then
-/// the flush, redo log (named `log_...`), B+tree, transaction and history counter groups.
+/// the flush, redo log (named `log_...`), B+tree, change buffer (`change_buffer_...`),
+/// transaction and history counter groups.
 pub fn metric_infos() -> Vec<MetricInfo> {
     DECLARED
         .iter()
@@ -187,6 +193,7 @@ pub fn metric_infos() -> Vec<MetricInfo> {
         .chain(FlushCounts::INFO.iter().copied())
         .chain(LogStats::INFO.iter().copied())
         .chain(TreeCounts::INFO.iter().copied())
+        .chain(ChangeBufferCounts::INFO.iter().copied())
         .chain(DbCounts::INFO.iter().copied())
         .chain(HistoryStats::INFO.iter().copied())
         .collect()
@@ -201,6 +208,7 @@ impl Status {
             .chain(self.flush.values().into_iter().map(|v| v as f64))
             .chain(self.log.values().into_iter().map(|v| v as f64))
             .chain(self.tree.values().into_iter().map(|v| v as f64))
+            .chain(self.change_buffer.values().into_iter().map(|v| v as f64))
             .chain(self.txns.values().into_iter().map(|v| v as f64))
             .chain(self.history.values().into_iter().map(|v| v as f64));
         metric_infos().into_iter().zip(values).collect()
@@ -228,6 +236,7 @@ mod tests {
             + FlushCounts::INFO.len()
             + LogStats::INFO.len()
             + TreeCounts::INFO.len()
+            + ChangeBufferCounts::INFO.len()
             + DbCounts::INFO.len()
             + HistoryStats::INFO.len();
         assert_eq!(infos.len(), expected);

@@ -3,7 +3,7 @@
 //! table frees every page of its tree.
 
 use super::overflow;
-use super::{Ctx, Tree, MAX_DEPTH};
+use super::{Ctx, Step, Tree, MAX_DEPTH};
 use crate::error::Result;
 use crate::mtr::{Mtr, Slot};
 use crate::page::{self, hdr, node, PageType};
@@ -12,14 +12,18 @@ use crate::types::PageId;
 use std::sync::atomic::Ordering;
 
 impl Tree {
-    /// Removes `key`; returns whether it was present.
+    /// Removes `key`; returns whether it was present (a delete the change buffer takes is
+    /// assumed present: an index table's contract, ibuf.rs).
     pub fn delete(&self, cx: &Ctx<'_>, key: &[u8]) -> Result<bool> {
-        let emptied = {
+        if self.try_buffer(cx, super::ibuf::Op::Delete, key)? {
+            return Ok(true);
+        }
+        let emptied = self.with_merges(cx, || {
             let _smo = self.smo.read();
             let mut mtr = Mtr::new(cx.pool, cx.space);
             let leaf = self.leaf_for_write(cx, &mut mtr, key)?;
             let Ok(i) = node::search(mtr.peek(leaf), key) else {
-                return Ok(false);
+                return Ok(None);
             };
             if let node::LeafValue::Overflow { len, first } = node::leaf_value(mtr.peek(leaf), i) {
                 let hs = mtr.write(HEADER_PAGE)?;
@@ -29,19 +33,31 @@ impl Tree {
             }
             node::remove(mtr.pg(leaf), i);
             let emptied = node::nslots(mtr.peek(leaf)) == 0 && mtr.pid(leaf) != self.root;
+            self.note_leaves(cx, &mtr);
             mtr.commit()?;
-            emptied
-        };
-        if emptied {
-            let _smo = self.smo.write();
-            self.reclaim_empty_leaf(cx, key)?;
+            Ok(Some(emptied))
+        })?;
+        match emptied {
+            None => Ok(false),
+            Some(emptied) => {
+                if emptied {
+                    self.reclaim_empty_leaf(cx, key)?;
+                }
+                Ok(true)
+            }
         }
-        Ok(true)
     }
 
-    /// Under the exclusive SMO latch: if the leaf for `key` is still empty, unlink and free it,
-    /// then free ancestors left without children and collapse the root.
-    fn reclaim_empty_leaf(&self, cx: &Ctx<'_>, key: &[u8]) -> Result<()> {
+    /// If the leaf for `key` is still empty, unlinks and frees it, then frees ancestors left
+    /// without children and collapses the root (under the exclusive SMO latch).
+    pub(crate) fn reclaim_empty_leaf(&self, cx: &Ctx<'_>, key: &[u8]) -> Result<()> {
+        self.with_merges(cx, || {
+            let _smo = self.smo.write();
+            self.reclaim_empty_leaf_once(cx, key)
+        })
+    }
+
+    fn reclaim_empty_leaf_once(&self, cx: &Ctx<'_>, key: &[u8]) -> Step<()> {
         let mut mtr = Mtr::new(cx.pool, cx.space);
         let path = self.latch_path(cx, &mut mtr, key)?;
         let leaf = path[path.len() - 1].0;
@@ -53,12 +69,16 @@ impl Tree {
         let ps = if prev.is_none() {
             None
         } else {
-            Some(mtr.write(prev)?)
+            let s = mtr.write(prev)?;
+            self.guard_leaf(cx, prev, mtr.peek(s))?;
+            Some(s)
         };
         let ns = if next.is_none() {
             None
         } else {
-            Some(mtr.write(next)?)
+            let s = mtr.write(next)?;
+            self.guard_leaf(cx, next, mtr.peek(s))?;
+            Some(s)
         };
         let hs = mtr.write(HEADER_PAGE)?;
         // Which levels lose their last child: the leaf, then each parent left with none.
@@ -75,7 +95,13 @@ impl Tree {
         };
         let collapse_child = if remaining_root_slots == 1 {
             let idx = if path[0].1 == 0 { 1 } else { 0 };
-            Some(mtr.write(node::child(mtr.peek(root_s), idx))?)
+            let cpid = node::child(mtr.peek(root_s), idx);
+            let c = mtr.write(cpid)?;
+            if hdr::level(mtr.peek(c)) == 0 {
+                // its content moves into the root: its buffered changes must be in it first
+                self.guard_leaf(cx, cpid, mtr.peek(c))?;
+            }
+            Some(c)
         } else {
             None
         };
@@ -98,6 +124,7 @@ impl Tree {
             // the whole tree emptied under a root that had a single child: an empty leaf root
             page::init(mtr.pg(root_s), self.root, PageType::Leaf, self.id);
         }
+        self.note_leaves(cx, &mtr);
         mtr.commit()?;
         Ok(())
     }

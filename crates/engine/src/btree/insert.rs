@@ -7,7 +7,7 @@
 //! and turns the root into an internal page above it.
 
 use super::overflow;
-use super::{Ctx, Tree, MAX_DEPTH};
+use super::{Ctx, Step, Tree, MAX_DEPTH};
 use crate::error::{Error, Result};
 use crate::mtr::{Mtr, Slot};
 use crate::page::{self, hdr, node, PageType};
@@ -70,27 +70,27 @@ fn plan_leaf(b: &[u8], key: &[u8], new_cell: usize) -> LeafPlan {
 impl Tree {
     /// Inserts or replaces `key`. The caller has checked the key and value limits.
     pub fn put(&self, cx: &Ctx<'_>, key: &[u8], value: &[u8]) -> Result<()> {
+        if self.try_buffer(cx, super::ibuf::Op::Insert, key)? {
+            return Ok(());
+        }
         let ps = cx.pool.page_size();
         let inline = node::value_fits_inline(ps, key.len(), value.len());
         let new_cell = node::CELL_HEADER + key.len() + if inline { value.len() } else { 4 };
-        {
-            let _smo = self.smo.read();
-            if self.put_optimistic(cx, key, value, inline, new_cell)? {
-                return Ok(());
+        self.with_merges(cx, || {
+            {
+                let _smo = self.smo.read();
+                if self.put_optimistic(cx, key, value, inline, new_cell)? {
+                    return Ok(());
+                }
             }
-        }
-        let _smo = self.smo.write();
-        self.put_pessimistic(cx, key, value, inline, new_cell)
+            let _smo = self.smo.write();
+            self.put_pessimistic(cx, key, value, inline, new_cell)
+        })
     }
 
     /// X-latches the leaf for `key` under the shared SMO latch (S latches above it, one at a
     /// time; the root's level cannot change while the SMO latch is held shared).
-    pub(crate) fn leaf_for_write(
-        &self,
-        cx: &Ctx<'_>,
-        mtr: &mut Mtr<'_>,
-        key: &[u8],
-    ) -> Result<Slot> {
+    pub(crate) fn leaf_for_write(&self, cx: &Ctx<'_>, mtr: &mut Mtr<'_>, key: &[u8]) -> Step<Slot> {
         let mut pid = self.root;
         let mut level = {
             let g = cx.pool.read(pid)?;
@@ -101,6 +101,7 @@ impl Tree {
             if level == 0 {
                 let s = mtr.write(pid)?;
                 self.check_node(cx, mtr.peek(s), pid, Some(0))?;
+                self.guard_leaf(cx, pid, mtr.peek(s))?;
                 return Ok(s);
             }
             let g = cx.pool.read(pid)?;
@@ -108,11 +109,7 @@ impl Tree {
             pid = node::child(&g, node::child_index(&g, key));
             level -= 1;
         }
-        Err(Error::corrupt(
-            cx.pool.file().name(),
-            pid.0,
-            "tree too deep",
-        ))
+        Err(Error::corrupt(cx.pool.file().name(), pid.0, "tree too deep").into())
     }
 
     /// Under the exclusive SMO latch: X-latches every page from the root down to the leaf for
@@ -123,23 +120,20 @@ impl Tree {
         cx: &Ctx<'_>,
         mtr: &mut Mtr<'_>,
         key: &[u8],
-    ) -> Result<Vec<(Slot, usize)>> {
+    ) -> Step<Vec<(Slot, usize)>> {
         let mut path: Vec<(Slot, usize)> = Vec::new();
         let mut pid = self.root;
         let mut level = None;
         loop {
             if path.len() >= MAX_DEPTH {
-                return Err(Error::corrupt(
-                    cx.pool.file().name(),
-                    pid.0,
-                    "tree too deep",
-                ));
+                return Err(Error::corrupt(cx.pool.file().name(), pid.0, "tree too deep").into());
             }
             let s = mtr.write(pid)?;
             self.check_node(cx, mtr.peek(s), pid, level)?;
             let b = mtr.peek(s);
             let l = hdr::level(b);
             if l == 0 {
+                self.guard_leaf(cx, pid, b)?;
                 path.push((s, 0));
                 return Ok(path);
             }
@@ -157,7 +151,7 @@ impl Tree {
         value: &[u8],
         inline: bool,
         new_cell: usize,
-    ) -> Result<bool> {
+    ) -> Step<bool> {
         let mut mtr = Mtr::new(cx.pool, cx.space);
         let leaf = self.leaf_for_write(cx, &mut mtr, key)?;
         let plan = plan_leaf(mtr.peek(leaf), key, new_cell);
@@ -165,6 +159,7 @@ impl Tree {
             return Ok(false);
         }
         self.write_into_leaf(&mut mtr, leaf, key, value, inline, &plan)?;
+        self.note_leaves(cx, &mtr);
         mtr.commit()?;
         Ok(true)
     }
@@ -239,7 +234,7 @@ impl Tree {
         value: &[u8],
         inline: bool,
         new_cell: usize,
-    ) -> Result<()> {
+    ) -> Step<()> {
         let ps = cx.pool.page_size();
         let mut mtr = Mtr::new(cx.pool, cx.space);
         let path = self.latch_path(cx, &mut mtr, key)?;
@@ -248,17 +243,22 @@ impl Tree {
         if plan.fits {
             // another thread split this leaf while we waited for the SMO latch
             self.write_into_leaf(&mut mtr, leaf, key, value, inline, &plan)?;
+            self.note_leaves(cx, &mtr);
             mtr.commit()?;
             return Ok(());
         }
         // Latch and allocate everything the split cascade may touch before changing anything.
-        let hs = mtr.write(HEADER_PAGE)?;
+        // The right sibling first: it may have buffered changes to merge (nothing is changed
+        // yet), and a merge must not wait behind the header page this mtr would hold.
         let right_sib = hdr::next(mtr.peek(leaf));
         let sib = if right_sib.is_none() {
             None
         } else {
-            Some(mtr.write(right_sib)?)
+            let s = mtr.write(right_sib)?;
+            self.guard_leaf(cx, right_sib, mtr.peek(s))?;
+            Some(s)
         };
+        let hs = mtr.write(HEADER_PAGE)?;
         let sep_max = node::CELL_HEADER + node::max_key_len(ps) + node::SLOT_SIZE;
         let mut splits = 1;
         for &(s, _) in path[..path.len() - 1].iter().rev() {
@@ -295,6 +295,7 @@ impl Tree {
         for s in std::mem::take(&mut st.spare) {
             space::free(&mut mtr, hs, s);
         }
+        self.note_leaves(cx, &mtr);
         mtr.commit()?;
         Ok(())
     }
@@ -418,6 +419,7 @@ impl Tree {
         hdr::set_level(rb, level + 1);
         let ok = node::insert(rb, 0, &[], c_pid.0, &[]);
         assert!(ok, "empty root has room");
+        self.counters.root_growths.fetch_add(1, Ordering::Relaxed);
         Ok(c)
     }
 }

@@ -14,13 +14,20 @@
 //! - An mtr latches every page it may change (and allocates spare pages) before changing the
 //!   first one (see mtr.rs), so I/O errors abort with nothing changed.
 //!
+//! - Key-set trees (index tables, ibuf.rs) take part in the change buffer: every path that
+//!   latches one of their leaves calls [`Tree::guard_leaf`] before it uses the page, and a
+//!   leaf with buffered changes makes the operation let go of every latch, merge them
+//!   ([`Tree::merge_leaf`]) and start again (`Stop::Merge`, `Tree::with_merges`).
+//!
 //! Never: change an internal page under the shared SMO latch; keep a page latch across calls.
 
 mod delete;
+pub mod ibuf;
 mod insert;
 mod overflow;
 mod scan;
 
+pub use ibuf::{ChangeBuffer, ChangeBufferCounts, ChangeBuffering};
 pub use scan::ScanBatch;
 
 /// Overflow pages needed for a value of `len` bytes.
@@ -43,7 +50,26 @@ pub const MAX_DEPTH: usize = 32;
 pub struct Ctx<'a> {
     pub pool: &'a BufferPool,
     pub space: &'a crate::wal::LogSpace,
+    /// The change buffer (None while a database opens, before it is loaded, and in tools).
+    pub ibuf: Option<&'a ChangeBuffer>,
 }
+
+/// Why an operation on a key-set tree stopped before it changed anything: a leaf it latched
+/// still has buffered changes (`Merge`: the caller lets go of every latch, merges them and
+/// starts again), or an error.
+pub(crate) enum Stop {
+    Merge(PageId),
+    Fail(Error),
+}
+
+impl From<Error> for Stop {
+    fn from(e: Error) -> Self {
+        Stop::Fail(e)
+    }
+}
+
+/// The result of one attempt of an operation that may meet a leaf with buffered changes.
+pub(crate) type Step<T> = std::result::Result<T, Stop>;
 
 crate::counter::counter_group! {
     /// Structure modifications of every B+tree.
@@ -54,6 +80,8 @@ crate::counter::counter_group! {
         pages_freed: "pages",
         /// Roots collapsed into their only child.
         root_collapses: "collapses",
+        /// Roots grown by a level (the root's content moved into a new child).
+        root_growths: "growths",
     }
 }
 
@@ -63,6 +91,10 @@ pub struct Tree {
     smo: RwLock<()>,
     pub dropped: AtomicBool,
     pub counters: Arc<TreeCounters>,
+    /// An index table (a key set: every value empty; a put inserts a key the table does not
+    /// hold, a delete removes one it holds), whose changes the change buffer may take
+    /// (ibuf.rs).
+    pub key_set: bool,
 }
 
 #[derive(Clone, Copy)]
@@ -80,6 +112,47 @@ impl Tree {
             smo: RwLock::new(()),
             dropped: AtomicBool::new(false),
             counters,
+            key_set: false,
+        }
+    }
+
+    /// The tree of an index table (see [`Tree::key_set`]).
+    pub fn new_key_set(id: u32, root: PageId, counters: Arc<TreeCounters>) -> Self {
+        Tree {
+            key_set: true,
+            ..Tree::new(id, root, counters)
+        }
+    }
+
+    /// For a key-set tree, before a leaf just latched (`pid`, its bytes `b`) is used: Stop
+    /// with `Merge` when the change buffer holds changes for it (the caller lets go of every
+    /// latch and merges them first), else notes the leaf's free space (ibuf.rs). Other trees:
+    /// nothing.
+    pub(crate) fn guard_leaf(&self, cx: &Ctx<'_>, pid: PageId, b: &[u8]) -> Step<()> {
+        if !self.key_set {
+            return Ok(());
+        }
+        match cx.ibuf {
+            Some(ib) if ib.has_changes_latched(self.id, pid, node::free_space(b)) => {
+                Err(Stop::Merge(pid))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Runs `attempt` until it completes without meeting a leaf with buffered changes,
+    /// merging each one it meets (the attempt has let go of every latch when it returns).
+    pub(crate) fn with_merges<T>(
+        &self,
+        cx: &Ctx<'_>,
+        mut attempt: impl FnMut() -> Step<T>,
+    ) -> Result<T> {
+        loop {
+            match attempt() {
+                Ok(v) => return Ok(v),
+                Err(Stop::Fail(e)) => return Err(e),
+                Err(Stop::Merge(pid)) => self.merge_leaf(cx, pid, ibuf::MergeBy::Read)?,
+            }
         }
     }
 
@@ -126,7 +199,7 @@ impl Tree {
         &self,
         cx: &Ctx<'p>,
         t: Target<'_>,
-    ) -> Result<crate::buffer::PageRead<'p>> {
+    ) -> Step<crate::buffer::PageRead<'p>> {
         let mut pid = self.root;
         let mut level = None;
         for _ in 0..MAX_DEPTH {
@@ -134,6 +207,7 @@ impl Tree {
             self.check_node(cx, &g, pid, level)?;
             let l = hdr::level(&g);
             if l == 0 {
+                self.guard_leaf(cx, pid, &g)?;
                 return Ok(g);
             }
             let i = match t {
@@ -148,16 +222,19 @@ impl Tree {
             cx.pool.file().name(),
             pid.0,
             format!("tree {} deeper than {MAX_DEPTH} levels (a cycle?)", self.id),
-        ))
+        )
+        .into())
     }
 
     /// Point lookup.
     pub fn get(&self, cx: &Ctx<'_>, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        let _smo = self.smo.read();
-        let leaf = self.descend_read(cx, Target::Key(key))?;
-        match node::search(&leaf, key) {
-            Ok(i) => Ok(Some(overflow::read_value(cx, self.id, &leaf, i)?)),
-            Err(_) => Ok(None),
-        }
+        self.with_merges(cx, || {
+            let _smo = self.smo.read();
+            let leaf = self.descend_read(cx, Target::Key(key))?;
+            match node::search(&leaf, key) {
+                Ok(i) => Ok(Some(overflow::read_value(cx, self.id, &leaf, i)?)),
+                Err(_) => Ok(None),
+            }
+        })
     }
 }

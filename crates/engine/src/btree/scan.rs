@@ -7,7 +7,7 @@
 //! never sees a key twice or misses a key that was present throughout the scan.
 
 use super::overflow;
-use super::{Ctx, Target, Tree};
+use super::{Ctx, Step, Target, Tree};
 use crate::error::Result;
 use crate::page::{hdr, node};
 use std::ops::Bound;
@@ -45,6 +45,19 @@ impl Tree {
         reverse: bool,
         max: usize,
     ) -> Result<ScanBatch> {
+        self.with_merges(cx, || self.scan_batch_once(cx, lower, upper, reverse, max))
+    }
+
+    /// One attempt of [`Tree::scan_batch`]: stops before it returns a row of a leaf with
+    /// buffered changes (the batch starts again once they are merged).
+    fn scan_batch_once(
+        &self,
+        cx: &Ctx<'_>,
+        lower: Bound<&[u8]>,
+        upper: Bound<&[u8]>,
+        reverse: bool,
+        max: usize,
+    ) -> Step<ScanBatch> {
         let _smo = self.smo.read();
         let start = if reverse { upper } else { lower };
         let target = match start {
@@ -103,6 +116,7 @@ impl Tree {
             // leaf coupling: latch the sibling before releasing this leaf
             let next = cx.pool.read(sib)?;
             self.check_node(cx, &next, sib, Some(0))?;
+            self.guard_leaf(cx, sib, &next)?;
             g = next;
         }
     }

@@ -495,6 +495,13 @@ impl BufferPool {
         }
     }
 
+    /// Whether page `pid` is in the page table now (resident, or being read in). Takes no
+    /// latch and pins nothing, so the answer may be stale at once: the change buffer asks it
+    /// under its own per-page lock and pairs it with a fence (btree/ibuf.rs).
+    pub fn is_resident(&self, pid: PageId) -> bool {
+        self.instances[self.instance_of(pid)].lookup(pid).is_some()
+    }
+
     /// Latches page `pid` shared, reading it from disk if it is not in the pool.
     pub fn read(&self, pid: PageId) -> Result<PageRead<'_>> {
         match self.fetch(pid, Mode::Read)? {

@@ -6,7 +6,7 @@
 
 use super::files::{lock_data_file, probe_data_file, repair_torn_pages, require_database};
 use super::{Database, DATA_FILE};
-use crate::btree::{Ctx, TreeCounters};
+use crate::btree::{ChangeBuffer, ChangeBuffering, Ctx, TreeCounters};
 use crate::buffer::{BufferPool, DirectSink, PageSink, PoolConfig};
 use crate::catalog::Catalog;
 use crate::dwb::{Doublewrite, DWB_FILE_NAME};
@@ -302,8 +302,31 @@ impl Database {
             let cx = Ctx {
                 pool: &pool,
                 space: &dur.space,
+                ibuf: None,
             };
             Catalog::load(&cx, header.catalog_root, tree_counters.clone())?
+        };
+        let ibuf = {
+            let cx = Ctx {
+                pool: &pool,
+                space: &dur.space,
+                ibuf: None,
+            };
+            match catalog.change_buffer_tree(&cx, !read_only)? {
+                Some((id, root)) => {
+                    let ib = ChangeBuffer::load(&cx, id, root, !read_only)?;
+                    ib.configure(
+                        ChangeBuffering::from_index(opts.change_buffering),
+                        opts.change_buffer_max_size,
+                        pool.frame_count() as u64,
+                    );
+                    for (_, t) in catalog.all() {
+                        ib.register(&t);
+                    }
+                    Some(Arc::new(ib))
+                }
+                None => None,
+            }
         };
         let inner = DbInner {
             id: NEXT_DB_ID.fetch_add(1, Ordering::Relaxed),
@@ -321,6 +344,8 @@ impl Database {
             lru_cleaner: Mutex::new(None),
             readers: Mutex::new(Vec::new()),
             catalog,
+            ibuf,
+            ibuf_merger: Mutex::new(None),
             opts,
             tree_counters,
             counters: DbCounters::default(),
@@ -413,6 +438,10 @@ fn finish_open(
         })?;
         // Drops a crash interrupted are completed once no COMMIT is left to re-apply.
         inner.catalog.finish_drops(&inner.ctx())?;
+        // and the buffered changes of tables a crash left dropped
+        if let Some(ib) = &inner.ibuf {
+            ib.discard_stale(&inner.ctx())?;
+        }
         // A sharp checkpoint ends recovery: the next crash starts from here.
         sharp_checkpoint(&inner.dur, false)?;
         report.reapply_seconds = t.elapsed().as_secs_f64();

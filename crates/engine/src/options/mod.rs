@@ -133,7 +133,16 @@ knobs! {
     write_bandwidth_max: u64 = 0, Kind::Size { min: 0, max: TIB };
     /// Page-write batches in flight at once: doublewrite segments, and the page cleaner's concurrent writers.
     write_io_threads: u64 = 4, Kind::Int { min: 1, max: 64, unit: "threads" };
+    /// Which changes to index tables (Database::create_index_table) the change buffer records instead of reading a leaf that is not in the buffer pool: none, inserts, deletes, all. Dynamic.
+    change_buffering: usize = 3, Kind::Name(CHANGE_BUFFERING_NAMES);
+    /// Most pages the change buffer's tree may take, in percent of the buffer pool; at it, changes are applied directly and the background merge runs at io_capacity_max. Dynamic.
+    change_buffer_max_size: u64 = 25, Kind::Int { min: 0, max: 50, unit: "percent" };
+    /// Leaves per second the background merge applies buffered changes to, in percent of io_capacity, while the change buffer is under half of change_buffer_max_size; from there it rises to io_capacity at the max. 0: no background merge under half the max. Dynamic.
+    change_buffer_merge_pct: u64 = 5, Kind::Int { min: 0, max: 100, unit: "percent of io_capacity" };
 }
+
+/// The values of `change_buffering`, in the order of their numbers.
+pub const CHANGE_BUFFERING_NAMES: &[&str] = &["none", "inserts", "deletes", "all"];
 
 /// Knobs that can change on an open database (taking effect within one cleaner loop).
 pub const DYNAMIC_KNOBS: &[&str] = &[
@@ -156,6 +165,9 @@ pub const DYNAMIC_KNOBS: &[&str] = &[
     "max_history_size",
     "recovery_time_target",
     "log_capacity",
+    "change_buffering",
+    "change_buffer_max_size",
+    "change_buffer_merge_pct",
 ];
 
 /// `Innodb-Buffer-Pool-Size` -> `buffer_pool_size`; InnoDB 8.0.30's `innodb_redo_log_capacity`

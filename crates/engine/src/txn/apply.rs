@@ -119,8 +119,16 @@ pub(super) fn apply_writes(db: &DbInner, writes: &WriteSet, cno: Option<u64>) ->
     let skip_applied = cno.is_none();
     if let Some(cno) = cno {
         let mut before = Vec::with_capacity(writes.len());
-        for ((tid, key), (t, _)) in writes {
-            before.push(((*tid, key.clone()), t.tree.get(&cx, key)?));
+        for ((tid, key), (t, v)) in writes {
+            // An index table's put inserts an absent key and its delete removes a present one
+            // (its contract, btree/ibuf.rs): the before-image is known without reading the
+            // leaf, which is what lets the change buffer take the write.
+            let old = if t.tree.key_set {
+                v.is_none().then(Vec::new)
+            } else {
+                t.tree.get(&cx, key)?
+            };
+            before.push(((*tid, key.clone()), old));
         }
         db.dur.versions.record(cno, before);
     }

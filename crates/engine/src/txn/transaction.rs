@@ -316,7 +316,8 @@ impl Transaction {
         t.tree.get(&self.db.ctx(), key)
     }
 
-    /// Inserts or replaces `key`.
+    /// Inserts or replaces `key`. On an index table (`Database::create_index_table`) the
+    /// value must be empty and the key must not be in the table (see there).
     pub fn put(&mut self, t: &Table, key: &[u8], value: &[u8]) -> Result<()> {
         self.usable()?;
         self.db.check_writable("a write")?;
@@ -328,10 +329,17 @@ impl Transaction {
                 max: node::MAX_VALUE_LEN,
             });
         }
+        if t.tree.key_set && !value.is_empty() {
+            return Err(Error::IndexValueNotEmpty {
+                table: t.name().to_string(),
+                len: value.len(),
+            });
+        }
         self.record(t, key, Some(value.to_vec()))
     }
 
-    /// Deletes `key` (a no-op at commit if it is absent).
+    /// Deletes `key` (a no-op at commit if it is absent; on an index table the key must be
+    /// in the table, see `Database::create_index_table`).
     pub fn delete(&mut self, t: &Table, key: &[u8]) -> Result<()> {
         self.usable()?;
         self.db.check_writable("a write")?;

@@ -175,12 +175,13 @@ fn backup_of_a_quiet_database_equals_it_and_opens_cleanly() {
 fn worker(db: Database, t: u64, p: Arc<Progress>, stop: Arc<AtomicBool>) {
     let mut rng = SmallRng::seed_from_u64(77 ^ (t << 32));
     let (own, meta) = (db.table("own").unwrap(), db.table("meta").unwrap());
+    let idx = db.table("idx").unwrap();
     for i in 0.. {
         if stop.load(Ordering::Relaxed) {
             return;
         }
         let mut txn = db.begin();
-        workload::txn_writes(&mut txn, &own, &meta, t, i, &mut rng).unwrap();
+        workload::txn_writes(&mut txn, &own, &meta, &idx, t, i, &mut rng).unwrap();
         p.attempted[t as usize].store(i + 1, Ordering::SeqCst);
         txn.commit().unwrap();
         p.acked[t as usize].store(i + 1, Ordering::SeqCst);

@@ -85,7 +85,9 @@ pub fn val(i: u64, len: usize) -> Vec<u8> {
 /// commit transactions, each inserting a row of its own and moving a shared counter (read with
 /// `get_for_update`), so that after a crash a half-applied transaction shows as a counter that
 /// differs from the number of rows, and each thread's rows are the state after some prefix of
-/// its transactions.
+/// its transactions. Each row's key also goes into the index table "idx" (a key set, so its
+/// changes go through the change buffer when their leaf is not in the pool), whose keys must
+/// equal the rows'.
 pub mod workload {
     use super::{opts, val};
     use evenkeel::io::SimStorage;
@@ -115,12 +117,47 @@ pub mod workload {
         o
     }
 
-    /// A new database on `sim` with the workload's tables, "own" and "meta".
+    /// Keys the index table starts with (`pad_key`): enough leaves (about 30 of the pool's 64
+    /// pages) that some leave the pool while the workload runs, so its changes go through the
+    /// change buffer.
+    pub const IDX_PADDING: u64 = 2500;
+
+    /// A padding key of the index table (not a row's: `b"pad"` where a row's has `b"own"`).
+    pub fn pad_key(i: u64) -> Vec<u8> {
+        let mut k = (i ^ 0x5a5a)
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            .to_be_bytes()
+            .to_vec();
+        k.extend_from_slice(b"pad");
+        k.extend_from_slice(&i.to_be_bytes());
+        k
+    }
+
+    /// A new database on `sim` with the workload's tables, "own", "meta" and the index table
+    /// "idx" (holding `IDX_PADDING` padding keys).
     pub fn create_db(sim: &SimStorage, o: &Options) -> Database {
         let db = Database::create_in(Arc::new(sim.clone()), o.clone()).unwrap();
         db.create_table("own").unwrap();
         db.create_table("meta").unwrap();
+        let idx = db.create_index_table("idx").unwrap();
+        for chunk in (0..IDX_PADDING).collect::<Vec<_>>().chunks(500) {
+            let mut txn = db.begin();
+            for &i in chunk {
+                txn.put(&idx, &pad_key(i), &[]).unwrap();
+            }
+            txn.commit().unwrap();
+        }
         db
+    }
+
+    /// The index table's key of row (t, i): a hash of it first, so the keys of consecutive
+    /// transactions land on leaves all over the index (a key at the end of a leaf that fills
+    /// in order leaves it full, and a full leaf takes no buffered insert), then the row's key.
+    pub fn idx_key(t: u64, i: u64) -> Vec<u8> {
+        let h = ((t << 40) ^ i).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let mut k = h.to_be_bytes().to_vec();
+        k.extend_from_slice(&own_key(t, i));
+        k
     }
 
     pub fn own_key(t: u64, i: u64) -> Vec<u8> {
@@ -148,12 +185,15 @@ pub mod workload {
     }
 
     /// The writes of thread `t`'s transaction `i` into `txn`: its row i (a value of 0-200
-    /// bytes, one in 20 of 2,000-9,000), row i-3 deleted when i % 4 == 3, and the counter
-    /// moved by the rows added (read with `get_for_update`). Not committed.
+    /// bytes, one in 20 of 2,000-9,000), row i-3 deleted when i % 4 == 3, the same keys put
+    /// into and deleted from the index table `idx`, and the counter moved by the rows added
+    /// (read with `get_for_update`). Not committed.
+    #[allow(clippy::too_many_arguments)]
     pub fn txn_writes(
         txn: &mut Transaction,
         own: &Table,
         meta: &Table,
+        idx: &Table,
         t: u64,
         i: u64,
         rng: &mut SmallRng,
@@ -166,8 +206,10 @@ pub mod workload {
             rng.gen_range(0..200)
         };
         txn.put(own, &own_key(t, i), &val(i, len))?;
+        txn.put(idx, &idx_key(t, i), &[])?;
         if i % 4 == 3 {
             txn.delete(own, &own_key(t, i - 3))?;
+            txn.delete(idx, &idx_key(t, i - 3))?;
         }
         txn.put(meta, b"counter", &((c as i64 + delta) as u64).to_be_bytes())
     }
@@ -223,6 +265,7 @@ pub mod workload {
         }
         let own = db.table("own").map_err(|e| e.to_string())?;
         let meta = db.table("meta").map_err(|e| e.to_string())?;
+        let idx = db.table("idx").map_err(|e| e.to_string())?;
         let txn = db.begin();
         let counter = counter_of(txn.get(&meta, b"counter").map_err(|e| e.to_string())?);
         let rows: Vec<Vec<u8>> = txn
@@ -235,6 +278,28 @@ pub mod workload {
                 "counter {counter} vs {} rows: a half-applied (torn) transaction",
                 rows.len()
             ));
+        }
+        let keys: BTreeSet<Vec<u8>> = txn
+            .scan(&idx, Bound::Unbounded, Bound::Unbounded, false)
+            .map_err(|e| e.to_string())?
+            .map(|r| r.map(|r| r.0[8..].to_vec()).map_err(|e| e.to_string()))
+            .collect::<Result<BTreeSet<_>, _>>()?
+            .into_iter()
+            .filter(|k| !k.starts_with(b"pad"))
+            .collect();
+        if keys.iter().ne(rows.iter()) {
+            return Err(format!(
+                "the index table holds {} keys, the rows are {}: they differ",
+                keys.len(),
+                rows.len()
+            ));
+        }
+        for k in rows.iter().step_by(7) {
+            let t = u64::from_be_bytes(k[3..11].try_into().unwrap());
+            let i = u64::from_be_bytes(k[11..19].try_into().unwrap());
+            if txn.get(&idx, &idx_key(t, i)).map_err(|e| e.to_string())? != Some(Vec::new()) {
+                return Err("a row's key is missing from the index table on get".into());
+            }
         }
         let mut lost = 0;
         for t in 0..THREADS {

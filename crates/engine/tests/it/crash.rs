@@ -29,7 +29,7 @@ use std::sync::{Arc, Mutex};
 fn worker(db: Database, t: u64, seed: u64, p: Arc<Progress>, stop: Arc<AtomicBool>) {
     let mut rng = SmallRng::seed_from_u64(seed ^ (t << 32));
     // the crash may come before this thread starts
-    let (Ok(own), Ok(meta)) = (db.table("own"), db.table("meta")) else {
+    let (Ok(own), Ok(meta), Ok(idx)) = (db.table("own"), db.table("meta"), db.table("idx")) else {
         return;
     };
     for i in 0.. {
@@ -38,7 +38,7 @@ fn worker(db: Database, t: u64, seed: u64, p: Arc<Progress>, stop: Arc<AtomicBoo
         }
         let mut txn = db.begin();
         let r = (|| -> evenkeel::Result<()> {
-            workload::txn_writes(&mut txn, &own, &meta, t, i, &mut rng)?;
+            workload::txn_writes(&mut txn, &own, &meta, &idx, t, i, &mut rng)?;
             p.attempted[t as usize].store(i + 1, Ordering::SeqCst);
             std::mem::replace(&mut txn, db.begin()).commit()
         })();
@@ -64,6 +64,9 @@ struct Coverage {
     /// Online resizes that finished before the crash, and crashes that hit one under way.
     resizes: u64,
     crashes_mid_resize: u64,
+    /// Runs whose recovered database held buffered changes (index table "idx"), and how many.
+    change_buffer_runs: u64,
+    change_buffer_entries: u64,
 }
 
 /// Grows and shrinks the log between 512K and 2M until the disk crashes or `stop`.
@@ -163,6 +166,8 @@ fn one_run(seed: u64) -> Coverage {
             sim.durable_file_names()
         )
     });
+    // buffered changes recovered, before the reads of verify merge them
+    let ibuf_entries = db.status().change_buffer.entries;
     // every acknowledged commit present: the lower bound of each thread's prefix is its acks
     let lost = workload::verify(&db, &p, &p.acked()).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
     assert_eq!(lost, 0, "seed {seed}");
@@ -177,6 +182,8 @@ fn one_run(seed: u64) -> Coverage {
         redirtied,
         resizes,
         crashes_mid_resize: u64::from(mid_resize),
+        change_buffer_runs: u64::from(ibuf_entries > 0),
+        change_buffer_entries: ibuf_entries,
     };
     db.close().unwrap();
     cov
@@ -209,6 +216,8 @@ fn crash_recover_verify_seeded() {
                 cov.redirtied += c.redirtied;
                 cov.resizes += c.resizes;
                 cov.crashes_mid_resize += c.crashes_mid_resize;
+                cov.change_buffer_runs += c.change_buffer_runs;
+                cov.change_buffer_entries += c.change_buffer_entries;
             }
             Err(e) => {
                 let msg = e.downcast_ref::<String>().cloned().unwrap_or_default();
@@ -226,7 +235,7 @@ fn crash_recover_verify_seeded() {
         "crash runs: {} passed; acknowledged commits checked: {}; runs whose recovery applied \
          redo: {} ({} page records); transactions re-applied: {}; runs past one log lap: {}; \
          pages changed while being written: {}; online log resizes: {} (crashes during one: \
-         {})",
+         {}); runs that recovered buffered changes: {} ({} changes)",
         cov.runs,
         cov.acked,
         cov.redo_applied_runs,
@@ -235,7 +244,9 @@ fn crash_recover_verify_seeded() {
         cov.wrapped_runs,
         cov.redirtied,
         cov.resizes,
-        cov.crashes_mid_resize
+        cov.crashes_mid_resize,
+        cov.change_buffer_runs,
+        cov.change_buffer_entries
     );
     // and the crashes must hit resizes under way, not only logs resized before
     assert!(
@@ -249,6 +260,11 @@ fn crash_recover_verify_seeded() {
     assert!(
         runs < 100 || cov.redirtied > 0,
         "no page changed while being written in {runs} runs"
+    );
+    // and the change buffer must be in the crashes: changes buffered at the crash recovered
+    assert!(
+        runs < 100 || cov.change_buffer_runs > 0,
+        "no run recovered buffered changes in {runs} runs"
     );
     // the campaign must exercise recovery, not just reopen clean databases
     assert!(

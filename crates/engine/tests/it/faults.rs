@@ -195,7 +195,7 @@ impl Shared {
 fn worker(db: Database, sim: SimStorage, t: u64, seed: u64, sh: Arc<Shared>, bulk: bool) {
     let mut rng = SmallRng::seed_from_u64(seed ^ (t << 32));
     // the crash may come before this thread starts
-    let (Ok(own), Ok(meta)) = (db.table("own"), db.table("meta")) else {
+    let (Ok(own), Ok(meta), Ok(idx)) = (db.table("own"), db.table("meta"), db.table("idx")) else {
         return;
     };
     let bulk_t = if bulk { db.table("bulk").ok() } else { None };
@@ -213,7 +213,7 @@ fn worker(db: Database, sim: SimStorage, t: u64, seed: u64, sh: Arc<Shared>, bul
                 let got = txn.get(b, &key16(k))?;
                 assert_eq!(got, Some(bulk_val(k)), "seed {seed}: wrong bulk row {k}");
             }
-            workload::txn_writes(&mut txn, &own, &meta, t, i, &mut rng)?;
+            workload::txn_writes(&mut txn, &own, &meta, &idx, t, i, &mut rng)?;
             sh.p.attempted[t as usize].fetch_max(i + 1, Ordering::SeqCst);
             std::mem::replace(&mut txn, db.begin()).commit()
         })();

@@ -6,6 +6,7 @@
 mod api;
 mod backup;
 mod bad_input;
+mod change_buffer;
 mod cleaner;
 mod common;
 mod concurrency;

@@ -1,0 +1,470 @@
+//! The change buffer (btree/ibuf.rs) through the API: puts and deletes to an index table whose
+//! leaves are not in the buffer pool are recorded without reading the leaf; gets, scans and
+//! `check` see them; a crash keeps them (they are pages through redo); a clean close merges
+//! them all; the background merge empties the buffer; the options do what they say. A model
+//! property test runs random puts, deletes, gets and scans of an index table while a second
+//! table keeps pushing its leaves out of a small pool.
+
+use crate::common::*;
+use evenkeel::{Database, Error, Options, Table};
+use proptest::prelude::*;
+use std::collections::BTreeSet;
+use std::ops::Bound;
+use std::sync::Arc;
+
+/// Rows of the churn table (1,000 bytes each: about 100 pages).
+const CHURN_ROWS: u64 = 400;
+
+/// 4 KiB pages and a 64-page pool (the least): the tables below do not fit, so leaves leave
+/// the pool.
+fn small_opts() -> Options {
+    let mut o = opts(4096, 64 * 4096);
+    o.set("change_buffer_max_size", "50").unwrap();
+    // no background merge: the tests decide when changes are merged
+    o.set("change_buffer_merge_pct", "0").unwrap();
+    // a page read twice is made young at once, so reading each churn row twice pushes the
+    // index table's leaves out
+    o.set("old_blocks_time", "0").unwrap();
+    // the whole file is a few extents: read-ahead would bring every leaf back at the first
+    // read of one
+    o.set("read_ahead", "none").unwrap();
+    o
+}
+
+/// The key of `i` in the index table: keys spread in a non-sequential order fill leaves about
+/// half (sequential keys fill them, and a full leaf takes no buffered insert).
+fn ikey(i: u64) -> Vec<u8> {
+    key16(i)
+}
+
+/// `n` even keys of the index table, committed in a scrambled order, and a plain table
+/// "churn" of about 100 pages.
+fn fill(db: &Database, idx: &Table, n: u64) -> BTreeSet<Vec<u8>> {
+    let mut model = BTreeSet::new();
+    let order: Vec<u64> = (0..n).map(|i| (i * 7919) % n).collect();
+    for chunk in order.chunks(500) {
+        let mut txn = db.begin();
+        for &i in chunk {
+            txn.put(idx, &ikey(2 * i), &[]).unwrap();
+            model.insert(ikey(2 * i));
+        }
+        txn.commit().unwrap();
+    }
+    let churn = db.create_table_if_missing("churn").unwrap();
+    let mut txn = db.begin();
+    for i in 0..CHURN_ROWS {
+        txn.put(&churn, &key16(i), &val(i, 1000)).unwrap();
+    }
+    txn.commit().unwrap();
+    model
+}
+
+/// Writes every dirty page, then reads every row of the churn table twice (made young at once:
+/// old_blocks_time 0): the index table's leaves leave the pool.
+fn churn(db: &Database) {
+    // dirty pages stay until written: write them all, so the leaves can leave
+    db.flush().unwrap();
+    let churn = db.table("churn").unwrap();
+    let txn = db.begin();
+    for i in 0..CHURN_ROWS {
+        for _ in 0..2 {
+            assert!(txn.get(&churn, &key16(i)).unwrap().is_some());
+        }
+    }
+}
+
+fn all_keys(db: &Database, idx: &Table) -> BTreeSet<Vec<u8>> {
+    db.begin()
+        .scan(idx, Bound::Unbounded, Bound::Unbounded, false)
+        .unwrap()
+        .map(|r| {
+            let (k, v) = r.unwrap();
+            assert!(v.is_empty(), "an index table's value is empty");
+            k
+        })
+        .collect()
+}
+
+/// Puts odd keys and deletes even ones (every 5th) after the leaves left the pool.
+fn change(db: &Database, idx: &Table, n: u64, model: &mut BTreeSet<Vec<u8>>, salt: u64) {
+    change_some(db, idx, n, model, salt, true, true)
+}
+
+/// As `change`, only the puts or only the deletes (a change applied directly reads its leaf
+/// in, and the other kind to that leaf then finds it resident).
+fn change_some(
+    db: &Database,
+    idx: &Table,
+    n: u64,
+    model: &mut BTreeSet<Vec<u8>>,
+    salt: u64,
+    puts: bool,
+    deletes: bool,
+) {
+    let mut txn = db.begin();
+    for i in (salt % 5..n).step_by(5) {
+        let odd = ikey(2 * i + 1);
+        if puts && model.insert(odd.clone()) {
+            txn.put(idx, &odd, &[]).unwrap();
+        }
+        let even = ikey(2 * ((i + salt) % n));
+        if deletes && model.remove(&even) {
+            txn.delete(idx, &even).unwrap();
+        }
+    }
+    txn.commit().unwrap();
+}
+
+#[test]
+fn changes_to_leaves_not_in_the_pool_are_buffered_and_reads_see_them() {
+    let (_sim, db) = sim_db(small_opts());
+    let idx = db.create_index_table("idx").unwrap();
+    let n = 3000;
+    let mut model = fill(&db, &idx, n);
+    churn(&db);
+    change(&db, &idx, n, &mut model, 0);
+    let st = db.status().change_buffer;
+    assert!(st.inserts_buffered > 0, "no insert buffered: {st:?}");
+    assert!(st.deletes_buffered > 0, "no delete buffered: {st:?}");
+    assert!(st.entries > 0 && st.pages_with_changes > 0, "{st:?}");
+    assert!(st.tree_pages >= 1);
+    // check sees the buffered changes against their leaves (C9) without merging them
+    let r = assert_check(&db);
+    assert!(r.change_buffer.as_ref().unwrap().rows > 0);
+    assert_eq!(db.status().change_buffer.entries, st.entries);
+    // point reads merge the leaves they reach
+    for i in 0..2 * n {
+        let got = db.begin().get(&idx, &ikey(i)).unwrap();
+        assert_eq!(got.is_some(), model.contains(&ikey(i)), "key {i}");
+    }
+    let after = db.status().change_buffer;
+    assert!(after.merges_by_read > 0 && after.merged > 0, "{after:?}");
+    assert_eq!(after.contract_violations, 0);
+    assert_eq!(all_keys(&db, &idx), model);
+    // again, read back by scans only (reverse ones too)
+    churn(&db);
+    change(&db, &idx, n, &mut model, 3);
+    assert!(db.status().change_buffer.entries > 0);
+    let rev: Vec<Vec<u8>> = db
+        .begin()
+        .scan(&idx, Bound::Unbounded, Bound::Unbounded, true)
+        .unwrap()
+        .map(|r| r.unwrap().0)
+        .collect();
+    assert!(rev.iter().rev().eq(model.iter()));
+    assert_eq!(all_keys(&db, &idx), model);
+    assert_check(&db);
+}
+
+#[test]
+fn a_clean_close_merges_everything_and_a_crash_keeps_the_buffered_changes() {
+    let o = small_opts();
+    let (sim, db) = sim_db(o.clone());
+    let idx = db.create_index_table("idx").unwrap();
+    let n = 3000;
+    let mut model = fill(&db, &idx, n);
+    churn(&db);
+    change(&db, &idx, n, &mut model, 1);
+    assert!(db.status().change_buffer.entries > 0);
+    db.close().unwrap();
+    let db = Database::open_in(Arc::new(sim.clone()), o.clone()).unwrap();
+    assert_eq!(db.status().change_buffer.entries, 0, "close merged them");
+    let idx = db.table("idx").unwrap();
+    assert!(idx.is_index());
+    assert_eq!(all_keys(&db, &idx), model);
+    // buffered changes at a crash: redo brings them back, reads merge them
+    churn(&db);
+    change(&db, &idx, n, &mut model, 2);
+    churn(&db);
+    change(&db, &idx, n, &mut model, 4);
+    let pending = db.status().change_buffer.entries;
+    assert!(pending > 0);
+    sim.crash();
+    drop(db);
+    sim.restart();
+    let db = Database::open_in(Arc::new(sim.clone()), o).unwrap();
+    let st = db.status().change_buffer;
+    assert!(st.entries > 0, "the buffered changes survive the crash");
+    assert_check(&db);
+    let idx = db.table("idx").unwrap();
+    assert_eq!(all_keys(&db, &idx), model);
+    assert_eq!(db.status().change_buffer.contract_violations, 0);
+}
+
+#[test]
+fn the_background_merge_empties_the_buffer() {
+    let (_sim, db) = sim_db(small_opts());
+    let idx = db.create_index_table("idx").unwrap();
+    let n = 3000;
+    let mut model = fill(&db, &idx, n);
+    churn(&db);
+    change(&db, &idx, n, &mut model, 0);
+    assert!(db.status().change_buffer.entries > 0);
+    // 100% of io_capacity (100 pages/s): a few dozen leaves take well under the wait
+    db.set_option("change_buffer_merge_pct", "100").unwrap();
+    let start = std::time::Instant::now();
+    while db.status().change_buffer.entries > 0 {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(30),
+            "the background merge did not empty the buffer: {:?}",
+            db.status().change_buffer
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let st = db.status().change_buffer;
+    assert!(st.merges_by_background > 0, "{st:?}");
+    assert_eq!(st.pages_with_changes, 0);
+    assert_eq!(all_keys(&db, &idx), model);
+    assert_check(&db);
+}
+
+#[test]
+fn options_turn_buffering_off_by_kind_and_by_size() {
+    let (_sim, db) = sim_db(small_opts());
+    let idx = db.create_index_table("idx").unwrap();
+    let n = 3000;
+    let mut model = fill(&db, &idx, n);
+    // none: everything applied directly
+    db.set_option("change_buffering", "none").unwrap();
+    churn(&db);
+    change(&db, &idx, n, &mut model, 0);
+    let st = db.status().change_buffer;
+    assert_eq!((st.inserts_buffered, st.deletes_buffered), (0, 0));
+    // deletes only
+    db.set_option("change_buffering", "deletes").unwrap();
+    churn(&db);
+    change_some(&db, &idx, n, &mut model, 1, false, true);
+    let st = db.status().change_buffer;
+    assert_eq!(st.inserts_buffered, 0);
+    assert!(st.deletes_buffered > 0, "{st:?}");
+    // inserts only
+    db.set_option("change_buffering", "inserts").unwrap();
+    churn(&db);
+    change_some(&db, &idx, n, &mut model, 2, true, false);
+    let st2 = db.status().change_buffer;
+    assert!(st2.inserts_buffered > 0, "{st2:?}");
+    assert_eq!(st2.deletes_buffered, st.deletes_buffered);
+    // a max size of 0: full from the start, nothing more buffered
+    db.set_option("change_buffering", "all").unwrap();
+    db.set_option("change_buffer_max_size", "0").unwrap();
+    churn(&db);
+    change(&db, &idx, n, &mut model, 3);
+    let st3 = db.status().change_buffer;
+    assert_eq!(
+        st3.inserts_buffered + st3.deletes_buffered,
+        st2.inserts_buffered + st2.deletes_buffered
+    );
+    assert!(st3.full_skips > 0);
+    assert_eq!(db.status().change_buffer_max_pages, 0);
+    assert_eq!(all_keys(&db, &idx), model);
+    assert!(matches!(
+        db.set_option("change_buffering", "some"),
+        Err(Error::InvalidOption { .. })
+    ));
+    assert!(matches!(
+        db.set_option("change_buffer_max_size", "51"),
+        Err(Error::InvalidOption { .. })
+    ));
+    assert_check(&db);
+}
+
+#[test]
+fn an_index_table_takes_empty_values_only_and_keeps_its_kind() {
+    let o = small_opts();
+    let (sim, db) = sim_db(o.clone());
+    let idx = db.create_index_table("idx").unwrap();
+    let plain = db.create_table("plain").unwrap();
+    assert!(idx.is_index() && !plain.is_index());
+    let mut txn = db.begin();
+    let e = txn.put(&idx, b"k", b"v").unwrap_err();
+    assert!(matches!(e, Error::IndexValueNotEmpty { len: 1, .. }), "{e}");
+    assert!(e.to_string().contains("idx"), "{e}");
+    txn.put(&idx, b"k", &[]).unwrap();
+    txn.commit().unwrap();
+    assert_eq!(db.begin().get(&idx, b"k").unwrap(), Some(Vec::new()));
+    // create_index_table_if_missing returns the existing table
+    assert_eq!(
+        db.create_index_table_if_missing("idx").unwrap().id(),
+        idx.id()
+    );
+    db.close().unwrap();
+    let db = Database::open_in(Arc::new(sim), o).unwrap();
+    assert!(db.table("idx").unwrap().is_index());
+    assert!(!db.table("plain").unwrap().is_index());
+    assert_eq!(db.tables().unwrap(), vec!["idx", "plain"]);
+}
+
+#[test]
+fn a_broken_contract_is_counted_and_the_leaf_ends_as_the_change_says() {
+    let (_sim, db) = sim_db(small_opts());
+    let idx = db.create_index_table("idx").unwrap();
+    let n = 3000;
+    let mut model = fill(&db, &idx, n);
+    churn(&db);
+    // put keys the table holds, delete keys it does not hold
+    let mut txn = db.begin();
+    for i in (0..n).step_by(3) {
+        txn.put(&idx, &ikey(2 * i), &[]).unwrap();
+        txn.delete(&idx, &ikey(2 * i + 1)).unwrap();
+    }
+    txn.commit().unwrap();
+    let buffered = {
+        let st = db.status().change_buffer;
+        st.inserts_buffered + st.deletes_buffered
+    };
+    assert!(buffered > 0);
+    model.extend((0..n).step_by(3).map(|i| ikey(2 * i)));
+    assert_eq!(all_keys(&db, &idx), model);
+    assert!(db.status().change_buffer.contract_violations > 0);
+    assert_check(&db);
+}
+
+/// A dropped index table's buffered changes go with it.
+#[test]
+fn dropping_an_index_table_discards_its_buffered_changes() {
+    let (_sim, db) = sim_db(small_opts());
+    let idx = db.create_index_table("idx").unwrap();
+    let n = 3000;
+    let mut model = fill(&db, &idx, n);
+    churn(&db);
+    change(&db, &idx, n, &mut model, 0);
+    assert!(db.status().change_buffer.entries > 0);
+    db.drop_table("idx").unwrap();
+    let st = db.status().change_buffer;
+    assert_eq!((st.entries, st.pages_with_changes), (0, 0));
+    let r = assert_check(&db);
+    assert_eq!(r.change_buffer.unwrap().rows, 0);
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    /// Put the key if the committed table lacks it, else delete it (once per transaction).
+    Toggle(u16),
+    Get(u16),
+    Scan(u16, u16, bool),
+    /// Read the churn table: the index table's leaves leave the pool.
+    Churn,
+    Commit,
+    Rollback,
+    Reopen,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        12 => (0u16..3000).prop_map(Op::Toggle),
+        3 => (0u16..3000).prop_map(Op::Get),
+        1 => (0u16..3000, 0u16..3000, any::<bool>()).prop_map(|(a, b, r)| Op::Scan(a, b, r)),
+        2 => Just(Op::Churn),
+        3 => Just(Op::Commit),
+        1 => Just(Op::Rollback),
+        1 => Just(Op::Reopen),
+    ]
+}
+
+fn run_model(ops: Vec<Op>) {
+    let o = small_opts();
+    let (sim, mut db) = sim_db(o.clone());
+    let mut idx = db.create_index_table("idx").unwrap();
+    let mut committed = fill(&db, &idx, 1500);
+    let mut pending = committed.clone();
+    let mut touched = BTreeSet::new();
+    let mut txn = db.begin();
+    churn(&db);
+    for op in ops {
+        match op {
+            Op::Toggle(k) => {
+                let k = ikey(u64::from(k));
+                // the contract: a put of an absent key, a delete of a present one, as the
+                // committed table stands (a key once per transaction)
+                if touched.insert(k.clone()) {
+                    if committed.contains(&k) {
+                        txn.delete(&idx, &k).unwrap();
+                        pending.remove(&k);
+                    } else {
+                        txn.put(&idx, &k, &[]).unwrap();
+                        pending.insert(k);
+                    }
+                }
+            }
+            Op::Get(k) => {
+                let k = ikey(u64::from(k));
+                let want = pending.contains(&k).then(Vec::new);
+                assert_eq!(txn.get(&idx, &k).unwrap(), want);
+            }
+            Op::Scan(a, b, rev) => {
+                let (lo, hi) = (ikey(u64::from(a)), ikey(u64::from(b)));
+                let got: Vec<Vec<u8>> = txn
+                    .scan(
+                        &idx,
+                        Bound::Included(&lo[..]),
+                        Bound::Excluded(&hi[..]),
+                        rev,
+                    )
+                    .unwrap()
+                    .map(|r| r.unwrap().0)
+                    .collect();
+                let mut want: Vec<Vec<u8>> = if lo < hi {
+                    pending.range(lo..hi).cloned().collect()
+                } else {
+                    Vec::new()
+                };
+                if rev {
+                    want.reverse();
+                }
+                assert!(got == want, "scan mismatch");
+            }
+            Op::Churn => churn(&db),
+            Op::Commit => {
+                std::mem::replace(&mut txn, db.begin()).commit().unwrap();
+                committed = pending.clone();
+                touched.clear();
+            }
+            Op::Rollback => {
+                std::mem::replace(&mut txn, db.begin()).rollback();
+                pending = committed.clone();
+                touched.clear();
+            }
+            Op::Reopen => {
+                std::mem::replace(&mut txn, db.begin()).commit().unwrap();
+                committed = pending.clone();
+                touched.clear();
+                db.close().unwrap();
+                db = Database::open_in(Arc::new(sim.clone()), o.clone()).unwrap();
+                idx = db.table("idx").unwrap();
+                txn = db.begin();
+            }
+        }
+    }
+    txn.commit().unwrap();
+    assert_check(&db);
+    assert!(
+        all_keys(&db, &idx) == pending,
+        "final contents differ from the model"
+    );
+    assert_eq!(db.status().change_buffer.contract_violations, 0);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 16, ..ProptestConfig::default() })]
+    #[test]
+    fn an_index_table_agrees_with_a_set_model(ops in prop::collection::vec(op(), 1..400)) {
+        run_model(ops);
+    }
+}
+
+/// The model with a fixed sequence long enough that changes are buffered and merged by reads,
+/// so the property test above is known to exercise the change buffer.
+#[test]
+fn the_model_sequence_buffers_and_merges() {
+    let mut ops = Vec::new();
+    for round in 0..6u16 {
+        ops.push(Op::Churn);
+        for k in 0..200u16 {
+            ops.push(Op::Toggle((k * 13 + round * 7) % 3000));
+        }
+        ops.push(Op::Commit);
+        ops.push(Op::Get(round * 11));
+        ops.push(Op::Scan(0, 3000, round % 2 == 0));
+    }
+    run_model(ops);
+}
