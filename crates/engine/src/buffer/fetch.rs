@@ -14,9 +14,13 @@ use std::time::{Duration, Instant};
 
 /// Dirty pages a user thread writes at once when it finds no clean page to evict.
 const FOREGROUND_FLUSH_BATCH: usize = 32;
-/// Times a reader with no free frame wakes the LRU cleaner and waits 200 µs before it writes
-/// dirty tail pages itself.
-const LRU_WAKE_WAITS: u32 = 5;
+/// How long a reader with no free frame waits for the LRU cleaner to free one before it
+/// writes dirty tail pages itself. The cleaner writes up to write_io_threads doublewrite
+/// batches at once and frees each as it completes (a few ms); a reader that waited this long
+/// finds the cleaner behind the reads, and its own batch adds a writer.
+const CLEANER_WAIT_MAX: Duration = Duration::from_millis(20);
+/// One wait for the cleaner's next freed batch, before the reader looks again.
+const CLEANER_WAIT_STEP: Duration = Duration::from_millis(2);
 
 /// How many times a thread retries for a free frame when every frame is pinned, before it
 /// reports the pool as too small for the concurrency asked of it.
@@ -260,14 +264,15 @@ impl BufferPool {
                     .free_frame_waits
                     .fetch_add(1, Ordering::Relaxed);
             }
-            if !dirty_victims.is_empty() && tries < LRU_WAKE_WAITS {
-                // Ask the LRU cleaner first and wait a moment for a frame it frees: writing
-                // here is what the LRU cleaner exists to avoid (counted and timed as a wait).
+            let since = waited.map_or(Duration::ZERO, |t| t.elapsed());
+            if !dirty_victims.is_empty() && since < CLEANER_WAIT_MAX {
+                // Ask the LRU cleaner and wait for the frames it frees: writing here is what
+                // the LRU cleaner exists to avoid (counted and timed as a wait).
                 if let Some(wake) = self.free_frame_waker.get() {
-                    tries += 1;
+                    let mark = self.frames_freed_mark();
                     drop(st);
                     wake();
-                    std::thread::sleep(Duration::from_micros(200));
+                    self.wait_frames_freed(mark, CLEANER_WAIT_STEP);
                     st = inst.state.lock();
                     continue;
                 }

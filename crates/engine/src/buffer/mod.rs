@@ -34,7 +34,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Pages per extent: the unit of read-ahead and of flush_neighbors=2 (and of instance hashing).
 pub const EXTENT_PAGES: u32 = 64;
@@ -327,6 +327,9 @@ pub struct BufferPool {
     /// Called when a reader finds no free frame and no clean page near the LRU tail: wakes
     /// the LRU cleaner before the reader falls back to writing pages itself.
     free_frame_waker: std::sync::OnceLock<Box<dyn Fn() + Send + Sync>>,
+    /// Counts the LRU cleaner's additions to the free lists; a reader waiting for a frame
+    /// waits on the condvar for it to move.
+    frames_freed: (Mutex<u64>, parking_lot::Condvar),
     frames: Box<[Frame]>,
     instances: Box<[Instance]>,
     per_instance: u32,
@@ -433,6 +436,7 @@ impl BufferPool {
             ra_threshold: AtomicU32::new(56),
             ra_queue: Mutex::new(None),
             free_frame_waker: std::sync::OnceLock::new(),
+            frames_freed: (Mutex::new(0), parking_lot::Condvar::new()),
             frames,
             instances,
             per_instance: per_instance as u32,
@@ -545,6 +549,25 @@ impl BufferPool {
     }
 
     /// Sets what a reader calls when it finds no free frame (once; later calls are ignored).
+    /// The LRU cleaner put frames on a free list: wakes the readers waiting for one.
+    pub(super) fn notify_frames_freed(&self) {
+        *self.frames_freed.0.lock() += 1;
+        self.frames_freed.1.notify_all();
+    }
+
+    /// The count of [`Self::notify_frames_freed`] calls so far, to wait for the next one.
+    pub(super) fn frames_freed_mark(&self) -> u64 {
+        *self.frames_freed.0.lock()
+    }
+
+    /// Waits up to `d` for frames freed after `mark` was read.
+    pub(super) fn wait_frames_freed(&self, mark: u64, d: Duration) {
+        let mut n = self.frames_freed.0.lock();
+        if *n == mark {
+            self.frames_freed.1.wait_for(&mut n, d);
+        }
+    }
+
     pub fn set_free_frame_waker(&self, f: Box<dyn Fn() + Send + Sync>) {
         let _ = self.free_frame_waker.set(f);
     }

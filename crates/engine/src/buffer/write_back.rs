@@ -349,6 +349,9 @@ impl BufferPool {
                 freed += self.free_if_clean(k, &mut st, fid) as usize;
             }
         }
+        if freed > 0 {
+            self.notify_frames_freed();
+        }
         let batches: Vec<&[FrameId]> = dirty.chunks(batch_pages.max(1)).collect();
         let next = AtomicUsize::new(0);
         let written = AtomicUsize::new(0);
@@ -367,6 +370,9 @@ impl BufferPool {
                     n += self.free_if_clean(k, &mut st, fid) as usize;
                 }
                 freed_after.fetch_add(n, Ordering::Relaxed);
+                if n > 0 {
+                    self.notify_frames_freed();
+                }
             }
         };
         let extra = writers.min(batches.len()).saturating_sub(1);

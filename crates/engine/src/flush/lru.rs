@@ -50,8 +50,14 @@ pub fn run(dur: Arc<Durability>) {
         if !dur.lru_sleep(sleep) {
             return;
         }
-        let per_inst = dur.lru_free_target.load(Ordering::Relaxed);
+        // At least one batch per instance (a reader that wakes the cleaner is waiting for
+        // it), but never over a quarter of an instance's frames, like the plan's target.
         let instances = dur.pool.instance_count() as u64;
+        let quarter = dur.pool.frame_count() as u64 / instances.max(1) / 4;
+        let per_inst = dur
+            .lru_free_target
+            .load(Ordering::Relaxed)
+            .max((FLUSH_BATCH_PAGES as u64).min(quarter));
         let free = dur.pool.status().pages_free;
         sleep = next_sleep(sleep, free, per_inst * instances);
         if per_inst == 0 || free >= per_inst * instances {
