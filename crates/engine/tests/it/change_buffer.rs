@@ -468,3 +468,81 @@ fn the_model_sequence_buffers_and_merges() {
     }
     run_model(ops);
 }
+
+/// A power cut at every n-th write or fsync from the start of a commit whose changes are
+/// buffered, through the reads that merge them and the write-back of every page: after
+/// recovery (which re-applies the commit when its COMMIT is durable and its ApplyDone is not,
+/// buffering again what it buffers) the index table is the state before the commit or after
+/// it, after it when the commit returned, and `check` passes.
+#[test]
+fn a_power_cut_at_any_write_of_a_buffered_commit_and_its_merges_leaves_all_or_nothing() {
+    let o = small_opts();
+    let n_keys = 1500;
+    let (mut before_runs, mut after_runs, mut runs, mut buffered_runs) = (0, 0, 0, 0);
+    let mut reapplied = 0;
+    let mut n = 0u64;
+    loop {
+        let (sim, db) = sim_db(o.clone());
+        let idx = db.create_index_table("idx").unwrap();
+        let before = fill(&db, &idx, n_keys);
+        churn(&db);
+        let mut after = before.clone();
+        sim.power_cut_after(n);
+        let mut txn = db.begin();
+        for i in (0..n_keys).step_by(7) {
+            let odd = ikey(2 * i + 1);
+            after.insert(odd.clone());
+            txn.put(&idx, &odd, &[]).unwrap();
+            let even = ikey(2 * ((i + 3) % n_keys));
+            if after.remove(&even) {
+                txn.delete(&idx, &even).unwrap();
+            }
+        }
+        let acked = txn.commit().is_ok();
+        buffered_runs += u64::from(db.status().change_buffer.entries > 0);
+        // the merges (reads) and the write-back of every page, under the same cut
+        let _ = db.begin().get(&idx, &ikey(1));
+        let _ = db
+            .begin()
+            .scan(&idx, Bound::Unbounded, Bound::Unbounded, false)
+            .map(|s| s.count());
+        let _ = db.flush();
+        let cut = sim.is_power_cut();
+        drop(db);
+        let db = crash_after_cut_and_reopen(&sim, n, o.clone());
+        reapplied += db.status().recovery.transactions_reapplied;
+        let r = db.check().unwrap();
+        assert!(r.is_ok(), "cut at write {n}: {:?}", r.problems);
+        let idx = db.table("idx").unwrap();
+        let got = all_keys(&db, &idx);
+        if got == after {
+            after_runs += 1;
+        } else {
+            assert!(
+                !acked && got == before,
+                "cut at write {n}: the index is neither the state before the commit nor after \
+                 it (commit acknowledged: {acked}; {} keys, before {}, after {})",
+                got.len(),
+                before.len(),
+                after.len()
+            );
+            before_runs += 1;
+        }
+        assert_eq!(db.status().change_buffer.contract_violations, 0);
+        runs += 1;
+        drop(db);
+        if !cut {
+            break;
+        }
+        assert!(
+            runs < 400,
+            "the commit and its merges never completed before the cut"
+        );
+        n += 1 + n / 8;
+    }
+    eprintln!(
+        "buffered commit cut: {runs} cuts: before {before_runs}, after {after_runs}, changes \
+         buffered in {buffered_runs}, transactions re-applied {reapplied}"
+    );
+    assert!(before_runs > 0 && after_runs > 0 && buffered_runs > 0);
+}

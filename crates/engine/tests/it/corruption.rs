@@ -1,6 +1,7 @@
-//! Corruption campaign on the simulated disk: a database with known content (three tables,
-//! multi-level trees, overflow values, freed pages), closed cleanly or crashed with redo still
-//! to replay, then one or more bits flipped at a chosen place of one kind:
+//! Corruption campaign on the simulated disk: a database with known content (three tables and
+//! an index table, multi-level trees, overflow values, freed pages; the crashed variant leaves
+//! index-table changes in the change buffer), closed cleanly or crashed with redo still to
+//! replay, then one or more bits flipped at a chosen place of one kind:
 //!
 //! - a data page: leaf, internal, catalog, overflow, free page; the file header (page 0);
 //! - a redo log block inside the range recovery needs, and one behind the checkpoint;
@@ -33,7 +34,11 @@ use std::sync::Arc;
 const PS: usize = 4096;
 const DATA: &str = "evenkeel.data";
 const DWB: &str = "evenkeel.dblwr";
-const TABLES: [&str; 3] = ["alpha", "beta", "gamma"];
+const TABLES: [&str; 4] = ["alpha", "beta", "gamma", INDEX];
+/// The index table (empty values; its changes go through the change buffer).
+const INDEX: &str = "delta";
+/// Keys of the index table at build: the even numbers below twice this, in a scrambled order.
+const INDEX_KEYS: u64 = 2000;
 
 type Model = BTreeMap<&'static str, BTreeMap<Vec<u8>, Vec<u8>>>;
 
@@ -63,6 +68,20 @@ fn build(seed: u64, crashed: bool) -> (SimStorage, Model) {
     let (sim, db) = sim_db(o.clone());
     let mut model: Model = BTreeMap::new();
     for (n, name) in TABLES.iter().enumerate() {
+        if *name == INDEX {
+            let t = db.create_index_table(name).unwrap();
+            let m = model.entry(name).or_default();
+            let order: Vec<u64> = (0..INDEX_KEYS).map(|i| (i * 7919) % INDEX_KEYS).collect();
+            for chunk in order.chunks(250) {
+                let mut txn = db.begin();
+                for &i in chunk {
+                    txn.put(&t, &key16(2 * i), &[]).unwrap();
+                    m.insert(key16(2 * i), Vec::new());
+                }
+                txn.commit().unwrap();
+            }
+            continue;
+        }
         let t = db.create_table(name).unwrap();
         let m = model.entry(name).or_default();
         let rows = 1500 + 500 * n as u64;
@@ -87,9 +106,38 @@ fn build(seed: u64, crashed: bool) -> (SimStorage, Model) {
     db.close().unwrap();
     if crashed {
         let db = Database::open_in(Arc::new(sim.clone()), o).unwrap();
+        // a scan of the index notes each leaf's free space (an insert is buffered only into a
+        // leaf known to have room), the other tables' pages push its leaves out (the pool is
+        // 96 pages), then its changes (odd keys in, even keys out) are buffered, and the crash
+        // keeps them
+        let idx = db.table(INDEX).unwrap();
+        let n = db
+            .begin()
+            .scan(&idx, Bound::Unbounded, Bound::Unbounded, false)
+            .unwrap()
+            .count();
+        assert_eq!(n as u64, INDEX_KEYS);
         for name in TABLES {
             let t = db.table(name).unwrap();
             let mut txn = db.begin();
+            if name == INDEX {
+                let m = model.get_mut(name).unwrap();
+                for _ in 0..60 {
+                    let i = rng.gen_range(0..INDEX_KEYS);
+                    if m.insert(key16(2 * i + 1), Vec::new()).is_none() {
+                        txn.put(&t, &key16(2 * i + 1), &[]).unwrap();
+                    }
+                    if m.remove(&key16(2 * i)).is_some() {
+                        txn.delete(&t, &key16(2 * i)).unwrap();
+                    }
+                }
+                txn.commit().unwrap();
+                assert!(
+                    db.status().change_buffer.entries > 0,
+                    "the crashed variant must leave changes in the change buffer"
+                );
+                continue;
+            }
             for _ in 0..60 {
                 let i = rng.gen_range(0..2600u64);
                 let v = value(&mut rng, i + 7);
