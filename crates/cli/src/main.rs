@@ -120,7 +120,7 @@ enum Command {
     /// Print sizes and counters, grouped like SHOW ENGINE INNODB STATUS
     #[command(
         long_about = "Open the database read-only and print its sizes and counters in sections \
-        named as in InnoDB's SHOW ENGINE INNODB STATUS: BUFFER POOL AND MEMORY, FILE, LOG, \
+        named as in InnoDB's SHOW ENGINE INNODB STATUS: BUFFER POOL AND MEMORY, INSERT BUFFER, FILE, LOG, \
         FLUSH / DOUBLEWRITE, RECOVERY, TABLES, TRANSACTIONS, ROW OPERATIONS. RECOVERY says \
         what this open's crash recovery did (nothing after a clean shutdown). Counters cover this command's own open of the database. \
         --json prints the engine's Status structure instead."

@@ -149,6 +149,7 @@ pub fn render(s: &Status, tables: &[String], doublewrite: bool) -> String {
         "Free frame waits {}, {} us waited",
         b.free_frame_waits, b.free_frame_wait_us
     );
+    render_change_buffer(&mut o, s);
     section(&mut o, "FILE");
     let _ = writeln!(
         o,
@@ -364,6 +365,27 @@ fn render_recovery(o: &mut String, s: &Status) {
             );
         }
     }
+}
+
+/// INSERT BUFFER (InnoDB's name for it): the change buffer's size and what it took and merged.
+fn render_change_buffer(o: &mut String, s: &Status) {
+    let c = &s.change_buffer;
+    section(o, "INSERT BUFFER");
+    let _ = writeln!(
+        o,
+        "Change buffer: {} pages of at most {}, {} changes for {} leaves",
+        c.tree_pages, s.change_buffer_max_pages, c.entries, c.pages_with_changes
+    );
+    let _ = writeln!(
+        o,
+        "Buffered: inserts {}, deletes {}; applied directly when full {}",
+        c.inserts_buffered, c.deletes_buffered, c.full_skips
+    );
+    let _ = writeln!(
+        o,
+        "Merged: {} changes, leaves by a read {}, by the background {}; contract violations {}",
+        c.merged, c.merges_by_read, c.merges_by_background, c.contract_violations
+    );
 }
 
 /// TRANSACTIONS: outcomes and the lock table.

@@ -88,12 +88,10 @@ fn fit_log_buffer(opts: &mut Options) {
     }
 }
 
-impl Driver for EvenkeelDriver {
-    fn name(&self) -> &str {
-        "evenkeel"
-    }
-
-    fn open_table(&self, name: &str, create: bool) -> DriverResult<TableId> {
+impl EvenkeelDriver {
+    /// Opens (creates when `create`) table `name`, an index table when `index` (an existing
+    /// table keeps its kind: a database loaded before index tables existed has plain ones).
+    fn open_named(&self, name: &str, create: bool, index: bool) -> DriverResult<TableId> {
         let mut guard = self.tables.write();
         if let Some(i) = guard
             .iter()
@@ -101,7 +99,9 @@ impl Driver for EvenkeelDriver {
         {
             return Ok(i);
         }
-        let t = if create {
+        let t = if create && index {
+            self.db.create_index_table_if_missing(name)
+        } else if create {
             self.db.create_table_if_missing(name)
         } else {
             self.db.table(name)
@@ -112,7 +112,20 @@ impl Driver for EvenkeelDriver {
         *guard = Arc::new(next);
         Ok(guard.len() - 1)
     }
+}
 
+impl Driver for EvenkeelDriver {
+    fn name(&self) -> &str {
+        "evenkeel"
+    }
+
+    fn open_table(&self, name: &str, create: bool) -> DriverResult<TableId> {
+        self.open_named(name, create, false)
+    }
+
+    fn open_index_table(&self, name: &str, create: bool) -> DriverResult<TableId> {
+        self.open_named(name, create, true)
+    }
     fn tables(&self) -> DriverResult<Vec<String>> {
         self.db.tables().map_err(map_err)
     }

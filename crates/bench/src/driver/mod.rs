@@ -37,6 +37,13 @@ pub trait Driver: Send + Sync {
     fn name(&self) -> &str;
     /// Open a table by name; create it when `create` is set and it does not exist.
     fn open_table(&self, name: &str, create: bool) -> DriverResult<TableId>;
+    /// Open a secondary-index table (every value empty; a put inserts a key the table does
+    /// not hold, a delete removes one it holds), creating it as `open_table` does. Engines
+    /// that store such tables like any other use `open_table`; evenkeel creates an index table,
+    /// whose changes the change buffer can take.
+    fn open_index_table(&self, name: &str, create: bool) -> DriverResult<TableId> {
+        self.open_table(name, create)
+    }
     /// Names of all tables.
     fn tables(&self) -> DriverResult<Vec<String>>;
     /// Remove a table and its data.

@@ -61,9 +61,9 @@ impl ClientTables {
         let [a, b, c, e] = table_names(client);
         Ok(ClientTables {
             base: d.open_table(&a, create)?,
-            marketsegment: d.open_table(&b, create)?,
-            registersegment: d.open_table(&c, create)?,
-            pdc: d.open_table(&e, create)?,
+            marketsegment: d.open_index_table(&b, create)?,
+            registersegment: d.open_index_table(&c, create)?,
+            pdc: d.open_index_table(&e, create)?,
         })
     }
 

@@ -136,8 +136,13 @@ impl Tables {
     /// Open (and when `create`, create) every table.
     pub fn open(d: &dyn Driver, create: bool) -> DriverResult<Tables> {
         let mut ids = [0; 13];
-        for (id, name) in ids.iter_mut().zip(TABLE_NAMES) {
-            *id = d.open_table(name, create)?;
+        for (n, (id, name)) in ids.iter_mut().zip(TABLE_NAMES).enumerate() {
+            // the last four are secondary indexes: index tables (evenkeel's change buffer)
+            *id = if n >= TABLE_NAMES.len() - 4 {
+                d.open_index_table(name, create)?
+            } else {
+                d.open_table(name, create)?
+            };
         }
         let [warehouse, district, customer, history, new_orders, orders, order_line, item, stock, customer_idx_name, orders_idx_customer, order_line_idx_supply, stock_idx_item] =
             ids;
