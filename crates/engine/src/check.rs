@@ -139,7 +139,7 @@ pub fn check_file(file: &dyn File) -> Result<CheckReport> {
 /// called after every page was read (the log only grows, so a page written meanwhile is not
 /// taken for one from the future).
 ///
-/// Long because it is the rule list C1-C8 in order over one pass of the file; each rule is a
+/// Long because it is the rule list C1-C9 in order over one pass of the file; each rule is a
 /// few lines against the same page map, and split they would pass that map around.
 pub fn check_file_with_log(
     file: &dyn File,
