@@ -277,6 +277,17 @@ engine_metrics! {
     /// Commits whose old row versions are kept for read views, not yet purged (InnoDB's
     /// history list length).
     purge_lag => purge_lag: gauge(u64) "commits" from "purge_lag";
+    /// Inserts into secondary-index leaves recorded in the change buffer instead of reading
+    /// the leaf.
+    change_buffer_inserts => change_buffer_inserts: count "changes" from "change_buffer_inserts_buffered";
+    /// Deletes from secondary-index leaves recorded in the change buffer instead of reading
+    /// the leaf.
+    change_buffer_deletes => change_buffer_deletes: count "changes" from "change_buffer_deletes_buffered";
+    /// Buffered changes merged into their leaves (when the leaf was read, or in the
+    /// background).
+    change_buffer_merged => change_buffer_merged: count "changes" from "change_buffer_merged";
+    /// Changes in the change buffer.
+    change_buffer_entries => change_buffer_entries: gauge(u64) "changes" from "change_buffer_entries";
 }
 
 #[cfg(test)]
