@@ -361,7 +361,8 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-fn run_model(ops: Vec<Op>) {
+/// Runs `ops` against the model; returns the change buffer's counters since the last open.
+fn run_model(ops: Vec<Op>) -> evenkeel::btree::ChangeBufferCounts {
     let o = small_opts();
     let (sim, mut db) = sim_db(o.clone());
     let mut idx = db.create_index_table("idx").unwrap();
@@ -441,7 +442,9 @@ fn run_model(ops: Vec<Op>) {
         all_keys(&db, &idx) == pending,
         "final contents differ from the model"
     );
-    assert_eq!(db.status().change_buffer.contract_violations, 0);
+    let st = db.status().change_buffer;
+    assert_eq!(st.contract_violations, 0);
+    st
 }
 
 proptest! {
@@ -466,7 +469,11 @@ fn the_model_sequence_buffers_and_merges() {
         ops.push(Op::Get(round * 11));
         ops.push(Op::Scan(0, 3000, round % 2 == 0));
     }
-    run_model(ops);
+    let st = run_model(ops);
+    assert!(
+        st.inserts_buffered > 0 && st.deletes_buffered > 0 && st.merges_by_read > 0,
+        "{st:?}"
+    );
 }
 
 /// A power cut at every n-th write or fsync from the start of a commit whose changes are
