@@ -15,13 +15,13 @@ impl Tree {
     /// Removes `key`; returns whether it was present (a delete the change buffer takes is
     /// assumed present: an index table's contract, ibuf.rs).
     pub fn delete(&self, cx: &Ctx<'_>, key: &[u8]) -> Result<bool> {
-        if self.try_buffer(cx, super::ibuf::Op::Delete, key)? {
-            return Ok(true);
-        }
+        let buffer = self.bufferable(cx, super::ibuf::Op::Delete);
         let emptied = self.with_merges(cx, || {
             let _smo = self.smo.read();
             let mut mtr = Mtr::new(cx.pool, cx.space);
-            let leaf = self.leaf_for_write(cx, &mut mtr, key)?;
+            let Some(leaf) = self.leaf_for_write(cx, &mut mtr, key, buffer)? else {
+                return Ok(Some(false)); // in the change buffer
+            };
             let Ok(i) = node::search(mtr.peek(leaf), key) else {
                 return Ok(None);
             };

@@ -364,7 +364,7 @@ impl ChangeBuffer {
 
     /// `guard_leaf`'s question, asked with the leaf latched: does the change buffer hold
     /// changes for it? If not, notes its free bytes. The fence pairs with the one in
-    /// `try_buffer` (the module comment).
+    /// `Tree::buffer_at` (the module comment).
     pub(crate) fn has_changes_latched(&self, table: u32, pid: PageId, free: usize) -> bool {
         fence(Ordering::SeqCst);
         let mut m = self.shard(pid).lock();
@@ -413,7 +413,7 @@ impl ChangeBuffer {
     }
 
     /// Whether a change `op` may be buffered now (the mode, the size limit).
-    fn wants(&self, op: Op) -> bool {
+    pub(crate) fn wants(&self, op: Op) -> bool {
         if !self.writable || !self.mode().takes(op) {
             return false;
         }
@@ -667,25 +667,19 @@ struct MergeStep {
 }
 
 impl Tree {
-    /// Records `op` of `key` in the change buffer instead of applying it, when this is a
-    /// key-set tree, the options let it, and the key's leaf is not in the buffer pool (and,
-    /// for an insert, is known to have room). Returns whether it did.
-    pub(crate) fn try_buffer(&self, cx: &Ctx<'_>, op: Op, key: &[u8]) -> Result<bool> {
-        if !self.key_set {
-            return Ok(false);
-        }
-        let Some(ib) = cx.ibuf else {
-            return Ok(false);
-        };
-        if !ib.wants(op) {
-            return Ok(false);
-        }
-        let _smo = self.smo.read();
-        // internal pages change only under the exclusive SMO latch: the leaf stays the key's
-        let Some(pid) = self.leaf_pid_for(cx, key)? else {
-            return Ok(false);
-        };
-        if cx.pool.is_resident(pid) {
+    /// Records `op` of `key` in the change buffer instead of applying it, when the key's leaf
+    /// `pid` (not the root) is not in the buffer pool and, for an insert, is known to have
+    /// room. Returns whether it did. The caller holds the SMO latch shared (internal pages
+    /// cannot change, so `pid` stays the key's leaf) and no page latch.
+    pub(crate) fn buffer_at(
+        &self,
+        cx: &Ctx<'_>,
+        ib: &ChangeBuffer,
+        op: Op,
+        key: &[u8],
+        pid: PageId,
+    ) -> Result<bool> {
+        if pid == self.root || cx.pool.is_resident(pid) {
             return Ok(false); // the common case, without the stripe
         }
         let _stripe = ib.stripe(pid).lock();
@@ -715,9 +709,15 @@ impl Tree {
         Ok(true)
     }
 
+    /// What a change `op` to this tree may do: `Some(op)` when this is a key-set tree and the
+    /// change buffer would take it (the options, the size), so the descent may buffer it.
+    pub(crate) fn bufferable(&self, cx: &Ctx<'_>, op: Op) -> Option<Op> {
+        (self.key_set && cx.ibuf.is_some_and(|ib| ib.wants(op))).then_some(op)
+    }
+
     /// The page number of the leaf `key` belongs to, reading only internal pages; None when
-    /// the root is a leaf (the root is never buffered: it is hot, and its content moves when
-    /// the tree grows). The caller holds the SMO latch.
+    /// the root is a leaf. The caller holds the SMO latch.
+    #[cfg(test)]
     fn leaf_pid_for(&self, cx: &Ctx<'_>, key: &[u8]) -> Result<Option<PageId>> {
         let mut pid = self.root;
         let mut level = None;
@@ -833,8 +833,9 @@ impl Tree {
         let _ismo = ib.tree.smo.read();
         let prefix = entry_prefix(self.id, pid);
         let start = entry_key(self.id, pid, 0);
-        let mut il = match ib.tree.leaf_for_write(cx, &mut mtr, &start) {
-            Ok(s) => s,
+        let mut il = match ib.tree.leaf_for_write(cx, &mut mtr, &start, None) {
+            Ok(Some(s)) => s,
+            Ok(None) => unreachable!("nothing is buffered for the change buffer's own tree"),
             Err(Stop::Fail(e)) => return Err(e),
             Err(Stop::Merge(p)) => {
                 return Err(Error::corrupt(

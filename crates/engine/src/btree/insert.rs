@@ -70,16 +70,14 @@ fn plan_leaf(b: &[u8], key: &[u8], new_cell: usize) -> LeafPlan {
 impl Tree {
     /// Inserts or replaces `key`. The caller has checked the key and value limits.
     pub fn put(&self, cx: &Ctx<'_>, key: &[u8], value: &[u8]) -> Result<()> {
-        if self.try_buffer(cx, super::ibuf::Op::Insert, key)? {
-            return Ok(());
-        }
         let ps = cx.pool.page_size();
         let inline = node::value_fits_inline(ps, key.len(), value.len());
         let new_cell = node::CELL_HEADER + key.len() + if inline { value.len() } else { 4 };
+        let buffer = self.bufferable(cx, super::ibuf::Op::Insert);
         self.with_merges(cx, || {
             {
                 let _smo = self.smo.read();
-                if self.put_optimistic(cx, key, value, inline, new_cell)? {
+                if self.put_optimistic(cx, key, value, inline, new_cell, buffer)? {
                     return Ok(());
                 }
             }
@@ -89,8 +87,17 @@ impl Tree {
     }
 
     /// X-latches the leaf for `key` under the shared SMO latch (S latches above it, one at a
-    /// time; the root's level cannot change while the SMO latch is held shared).
-    pub(crate) fn leaf_for_write(&self, cx: &Ctx<'_>, mtr: &mut Mtr<'_>, key: &[u8]) -> Step<Slot> {
+    /// time; the root's level cannot change while the SMO latch is held shared). With `buffer`
+    /// (a key-set tree, ibuf.rs) a leaf that is not in the buffer pool may take the change in
+    /// the change buffer instead: then nothing is latched and None is returned. The mtr holds
+    /// nothing yet.
+    pub(crate) fn leaf_for_write(
+        &self,
+        cx: &Ctx<'_>,
+        mtr: &mut Mtr<'_>,
+        key: &[u8],
+        buffer: Option<super::ibuf::Op>,
+    ) -> Step<Option<Slot>> {
         let mut pid = self.root;
         let mut level = {
             let g = cx.pool.read(pid)?;
@@ -99,10 +106,15 @@ impl Tree {
         };
         for _ in 0..MAX_DEPTH {
             if level == 0 {
+                if let (Some(op), Some(ib)) = (buffer, cx.ibuf) {
+                    if self.buffer_at(cx, ib, op, key, pid)? {
+                        return Ok(None);
+                    }
+                }
                 let s = mtr.write(pid)?;
                 self.check_node(cx, mtr.peek(s), pid, Some(0))?;
                 self.guard_leaf(cx, pid, mtr.peek(s))?;
-                return Ok(s);
+                return Ok(Some(s));
             }
             let g = cx.pool.read(pid)?;
             self.check_node(cx, &g, pid, Some(level))?;
@@ -151,9 +163,12 @@ impl Tree {
         value: &[u8],
         inline: bool,
         new_cell: usize,
+        buffer: Option<super::ibuf::Op>,
     ) -> Step<bool> {
         let mut mtr = Mtr::new(cx.pool, cx.space);
-        let leaf = self.leaf_for_write(cx, &mut mtr, key)?;
+        let Some(leaf) = self.leaf_for_write(cx, &mut mtr, key, buffer)? else {
+            return Ok(true); // in the change buffer
+        };
         let plan = plan_leaf(mtr.peek(leaf), key, new_cell);
         if !plan.fits {
             return Ok(false);
