@@ -29,6 +29,41 @@ enum Before {
     Image(Box<[u8]>),
 }
 
+/// Page-image buffers for before-images, kept per thread between mtrs: an mtr's first write
+/// to a page copies it, and a fresh page-size allocation and free for every changed page of
+/// every mtr showed in TPC-C profiles (malloc and free of 16 KiB blocks).
+const SPARE_IMAGES: usize = 8;
+
+thread_local! {
+    static SPARE: std::cell::RefCell<Vec<Box<[u8]>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A copy of `page` in a reused buffer when one of its size is spare.
+fn image_of(page: &[u8]) -> Box<[u8]> {
+    let reused = SPARE.with(|s| {
+        let mut s = s.borrow_mut();
+        let at = s.iter().rposition(|b| b.len() == page.len())?;
+        Some(s.swap_remove(at))
+    });
+    match reused {
+        Some(mut b) => {
+            b.copy_from_slice(page);
+            b
+        }
+        None => page.into(),
+    }
+}
+
+/// Keeps `img` for the next mtr of this thread (up to SPARE_IMAGES).
+fn recycle(img: Box<[u8]>) {
+    SPARE.with(|s| {
+        let mut s = s.borrow_mut();
+        if s.len() < SPARE_IMAGES {
+            s.push(img);
+        }
+    });
+}
+
 pub struct Mtr<'a> {
     pool: &'a BufferPool,
     space: &'a LogSpace,
@@ -77,7 +112,7 @@ impl<'a> Mtr<'a> {
     fn snapshot(&mut self, s: Slot) {
         if matches!(self.before[s], Before::Untouched) {
             if let Some(Some(g)) = self.pages.get(s) {
-                self.before[s] = Before::Image(g[..].into());
+                self.before[s] = Before::Image(image_of(&g[..]));
             }
         }
     }
@@ -202,7 +237,11 @@ impl<'a> Mtr<'a> {
         while let Some(g) = self.pages.pop() {
             drop(g);
         }
-        self.before.clear();
+        for b in self.before.drain(..) {
+            if let Before::Image(img) = b {
+                recycle(img);
+            }
+        }
         result
     }
 }

@@ -54,50 +54,63 @@ fn is_lsn_byte(i: usize, ps: usize) -> bool {
     (8..16).contains(&i) || i >= ps - 8
 }
 
+/// Bytes compared at once when looking for the next changed byte: a block of 8-byte words
+/// whose equality the compiler checks with vector instructions.
+const SCAN_BLOCK: usize = 64;
+
+/// Whether the aligned block at `i` of `after` equals `before`'s (zeros when None), as words.
+fn block_same(before: Option<&[u8]>, after: &[u8], i: usize) -> bool {
+    let a = &after[i..i + SCAN_BLOCK];
+    let word = |x: &[u8]| u64::from_ne_bytes(x.try_into().unwrap_or([0; 8]));
+    let diff = match before {
+        Some(b) => a
+            .chunks_exact(8)
+            .zip(b[i..i + SCAN_BLOCK].chunks_exact(8))
+            .fold(0u64, |acc, (x, y)| acc | (word(x) ^ word(y))),
+        None => a.chunks_exact(8).fold(0u64, |acc, x| acc | word(x)),
+    };
+    diff == 0
+}
+
+/// The first byte at or after `from` that differs between `before` (zeros when None) and
+/// `after`, LSN bytes aside: whole equal blocks are skipped without looking at their bytes.
+fn next_changed(before: Option<&[u8]>, after: &[u8], from: usize) -> Option<usize> {
+    let ps = after.len();
+    let mut i = from;
+    while i < ps {
+        // the first and last blocks hold the LSN bytes, which never count as changes
+        if i % SCAN_BLOCK == 0 && i >= SCAN_BLOCK && i + 2 * SCAN_BLOCK <= ps {
+            if block_same(before, after, i) {
+                i += SCAN_BLOCK;
+                continue;
+            }
+        }
+        if !is_lsn_byte(i, ps) && before.map_or(after[i] != 0, |b| b[i] != after[i]) {
+            return Some(i);
+        }
+        i += 1;
+    }
+    None
+}
+
 /// Appends a PageDiff record for `after` relative to `before` (None: fresh, all zeros).
-/// Returns false (and appends nothing) when nothing but LSN bytes changed.
+/// Returns false (and appends nothing) when nothing but LSN bytes changed. Its ranges are the
+/// changed bytes grouped so that fewer than MERGE_GAP unchanged bytes separate two changed
+/// bytes of one range; each range runs from its first changed byte to its last.
 pub fn encode_page_diff(
     out: &mut Vec<u8>,
     page: PageId,
     before: Option<&[u8]>,
     after: &[u8],
 ) -> bool {
-    let ps = after.len();
-    let differs =
-        |i: usize| !is_lsn_byte(i, ps) && before.map_or(after[i] != 0, |b| b[i] != after[i]);
     let mut ranges: Vec<(usize, usize)> = Vec::new();
-    let mut i = 0;
-    while i < ps {
-        // skip equal 8-byte words quickly
-        if i % 8 == 0 && i + 8 <= ps && !is_lsn_byte(i, ps) && !is_lsn_byte(i + 7, ps) {
-            let a = &after[i..i + 8];
-            let same = match before {
-                Some(b) => a == &b[i..i + 8],
-                None => a.iter().all(|&x| x == 0),
-            };
-            if same {
-                i += 8;
-                continue;
-            }
+    let mut from = 0;
+    while let Some(d) = next_changed(before, after, from) {
+        match ranges.last_mut() {
+            Some(last) if d - last.1 < MERGE_GAP => last.1 = d + 1,
+            _ => ranges.push((d, d + 1)),
         }
-        if differs(i) {
-            let start = i;
-            let mut end = i + 1;
-            let mut j = i + 1;
-            while j < ps && j - end < MERGE_GAP {
-                if differs(j) {
-                    end = j + 1;
-                }
-                j += 1;
-            }
-            match ranges.last_mut() {
-                Some(last) if start - last.1 < MERGE_GAP => last.1 = end,
-                _ => ranges.push((start, end)),
-            }
-            i = end;
-        } else {
-            i += 1;
-        }
+        from = d + 1;
     }
     if ranges.is_empty() && before.is_some() {
         return false;
@@ -354,7 +367,52 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// The byte-at-a-time ranges encode_page_diff must produce: changed bytes grouped while
+    /// fewer than MERGE_GAP unchanged bytes separate them.
+    fn reference_ranges(before: Option<&[u8]>, after: &[u8]) -> Vec<(usize, usize)> {
+        let ps = after.len();
+        let mut ranges: Vec<(usize, usize)> = Vec::new();
+        for i in 0..ps {
+            if is_lsn_byte(i, ps) || before.map_or(after[i] == 0, |b| b[i] == after[i]) {
+                continue;
+            }
+            match ranges.last_mut() {
+                Some(last) if i - last.1 < MERGE_GAP => last.1 = i + 1,
+                _ => ranges.push((i, i + 1)),
+            }
+        }
+        ranges
+    }
+
     proptest! {
+        #[test]
+        fn diff_ranges_are_the_byte_at_a_time_ones(
+            before in prop::collection::vec(any::<u8>(), 4096),
+            edits in prop::collection::vec((0usize..4096, any::<u8>()), 0..200),
+            runs in prop::collection::vec((0usize..4096, 1usize..300, any::<u8>()), 0..4),
+            fresh in any::<bool>(),
+        ) {
+            let mut after = if fresh { vec![0u8; 4096] } else { before.clone() };
+            for (i, v) in edits { after[i] = v; }
+            for (at, len, v) in runs {
+                for b in &mut after[at..(at + len).min(4096)] { *b = v; }
+            }
+            let b = if fresh { None } else { Some(&before[..]) };
+            let want = reference_ranges(b, &after);
+            let mut out = Vec::new();
+            let wrote = encode_page_diff(&mut out, PageId(9), b, &after);
+            prop_assert_eq!(wrote, !want.is_empty() || fresh);
+            if wrote {
+                let got: Vec<(usize, usize)> = match &decode_group(&out, 4096).unwrap()[..] {
+                    [Record::PageDiff { ranges, .. }] => {
+                        ranges.iter().map(|(o, v)| (*o, *o + v.len())).collect()
+                    }
+                    _ => Vec::new(),
+                };
+                prop_assert_eq!(got, want);
+            }
+        }
+
         #[test]
         fn diff_roundtrip(before in prop::collection::vec(any::<u8>(), 4096),
                           edits in prop::collection::vec((0usize..4096, any::<u8>()), 0..200),
