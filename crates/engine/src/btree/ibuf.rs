@@ -124,7 +124,8 @@ crate::counter::counter_group! {
         merges_by_read: "pages",
         /// Leaves whose buffered changes the background merge applied.
         merges_by_background: "pages",
-        /// Changes applied directly because the change buffer had reached change_buffer_max_size.
+        /// Index-table changes made while the change buffer was at change_buffer_max_size
+        /// (applied directly, whether or not their leaf was in the pool).
         full_skips: "changes",
         /// Buffered inserts of a key the leaf held, or deletes of a key it did not hold, met
         /// at merge (an index table's contract broken by the caller); the leaf ends as the
