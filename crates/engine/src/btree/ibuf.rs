@@ -23,9 +23,9 @@
 //! so buffering again what a crash cut is harmless.
 //!
 //! **The invariant: a leaf is used only when the change buffer holds nothing for it.** Every
-//! path of btree/ that latches a leaf of a key-set tree calls [`Tree::guard_leaf`] before it
+//! path of btree/ that latches a leaf of a key-set tree calls `Tree::guard_leaf` before it
 //! uses the page; a leaf with buffered changes makes the operation let go of every latch and
-//! merge them first ([`Tree::merge_leaf`]). Changes are buffered only for a leaf that is not
+//! merge them first (`Tree::merge_leaf`). Changes are buffered only for a leaf that is not
 //! in the page table. The race between "not resident, buffer" (A) and "read in, check" (B) is
 //! closed as Dekker's: A counts its entry for the page (under the page's shard lock), then a
 //! SeqCst fence, then asks the page table; B's fetch puts the page in the page table, then

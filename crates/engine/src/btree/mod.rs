@@ -15,9 +15,9 @@
 //!   first one (see mtr.rs), so I/O errors abort with nothing changed.
 //!
 //! - Key-set trees (index tables, ibuf.rs) take part in the change buffer: every path that
-//!   latches one of their leaves calls [`Tree::guard_leaf`] before it uses the page, and a
+//!   latches one of their leaves calls `Tree::guard_leaf` before it uses the page, and a
 //!   leaf with buffered changes makes the operation let go of every latch, merge them
-//!   ([`Tree::merge_leaf`]) and start again (`Stop::Merge`, `Tree::with_merges`).
+//!   (`Tree::merge_leaf`) and start again (`Stop::Merge`, `Tree::with_merges`).
 //!
 //! Never: change an internal page under the shared SMO latch; keep a page latch across calls.
 
