@@ -378,7 +378,7 @@ fn render_change_buffer(o: &mut String, s: &Status) {
     );
     let _ = writeln!(
         o,
-        "Buffered: inserts {}, deletes {}; applied directly when full {}",
+        "Buffered: inserts {}, deletes {}; changes made while it was full {}",
         c.inserts_buffered, c.deletes_buffered, c.full_skips
     );
     let _ = writeln!(
