@@ -248,6 +248,8 @@ pub fn salvage(dir: &Path, out: &Path) -> Result<Salvaged, Failure> {
     // catalog entries and each table's leaves, from every usable page
     let mut names: HashMap<u32, String> = HashMap::new();
     let mut leaves: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+    // the change buffer's tree (its rows are pending index changes, not a table's rows)
+    let mut change_buffer_id = None;
     for p in 1..n {
         let Some(b) = pages.read(p) else { continue };
         if hdr::page_type(&b) != Some(PageType::Leaf) {
@@ -258,6 +260,11 @@ pub fn salvage(dir: &Path, out: &Path) -> Result<Salvaged, Failure> {
             for i in 0..node::nslots(&b) {
                 // a drop intent or the change buffer's entry names no table (a dropped table
                 // keeps its name's entry, if any)
+                if node::key(&b, i) == evenkeel::btree::ibuf::CATALOG_KEY {
+                    if let node::LeafValue::Inline(v) = node::leaf_value(&b, i) {
+                        change_buffer_id = evenkeel::catalog::decode(v).map(|(id, _)| id);
+                    }
+                }
                 if evenkeel::catalog::is_reserved_key(node::key(&b, i)) {
                     continue;
                 }
@@ -275,6 +282,9 @@ pub fn salvage(dir: &Path, out: &Path) -> Result<Salvaged, Failure> {
         }
     }
 
+    if let Some(id) = change_buffer_id {
+        leaves.remove(&id);
+    }
     std::fs::create_dir_all(out)
         .map_err(|e| Failure::op(format!("creating {}", out.display()), e))?;
     let mut tables = Vec::new();
