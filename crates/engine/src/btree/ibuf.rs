@@ -575,9 +575,19 @@ impl ChangeBuffer {
             }
         }
         for shard in self.pages.iter() {
-            shard
-                .lock()
-                .retain(|&(t, p), _| !(t == table && pid.is_none_or(|x| x.0 == p)));
+            shard.lock().retain(|&(t, p), i| {
+                let gone = t == table && pid.is_none_or(|x| x.0 == p);
+                if gone && i.entries > 0 {
+                    // counted but not met by the scan above (buffered meanwhile): gone too
+                    self.counters
+                        .entries
+                        .fetch_sub(u64::from(i.entries), Ordering::Relaxed);
+                    self.counters
+                        .pages_with_changes
+                        .fetch_sub(1, Ordering::Relaxed);
+                }
+                !gone
+            });
         }
         Ok(())
     }
