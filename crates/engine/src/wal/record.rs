@@ -79,11 +79,13 @@ fn next_changed(before: Option<&[u8]>, after: &[u8], from: usize) -> Option<usiz
     let mut i = from;
     while i < ps {
         // the first and last blocks hold the LSN bytes, which never count as changes
-        if i % SCAN_BLOCK == 0 && i >= SCAN_BLOCK && i + 2 * SCAN_BLOCK <= ps {
-            if block_same(before, after, i) {
-                i += SCAN_BLOCK;
-                continue;
-            }
+        if i.is_multiple_of(SCAN_BLOCK)
+            && i >= SCAN_BLOCK
+            && i + 2 * SCAN_BLOCK <= ps
+            && block_same(before, after, i)
+        {
+            i += SCAN_BLOCK;
+            continue;
         }
         if !is_lsn_byte(i, ps) && before.map_or(after[i] != 0, |b| b[i] != after[i]) {
             return Some(i);
