@@ -59,6 +59,24 @@ fn fill(db: &Database, idx: &Table, n: u64) -> BTreeSet<Vec<u8>> {
     model
 }
 
+/// A database over a simulated disk with index table "idx" holding 3,000 keys: the disk, the
+/// database, the table, the key count and the model of its keys.
+fn filled(
+    o: Options,
+) -> (
+    evenkeel::io::SimStorage,
+    Database,
+    Table,
+    u64,
+    BTreeSet<Vec<u8>>,
+) {
+    let (sim, db) = sim_db(o);
+    let idx = db.create_index_table("idx").unwrap();
+    let n = 3000;
+    let model = fill(&db, &idx, n);
+    (sim, db, idx, n, model)
+}
+
 /// Writes every dirty page, then reads every row of the churn table twice (made young at once:
 /// old_blocks_time 0): the index table's leaves leave the pool.
 fn churn(db: &Database) {
@@ -117,10 +135,7 @@ fn change_some(
 
 #[test]
 fn changes_to_leaves_not_in_the_pool_are_buffered_and_reads_see_them() {
-    let (_sim, db) = sim_db(small_opts());
-    let idx = db.create_index_table("idx").unwrap();
-    let n = 3000;
-    let mut model = fill(&db, &idx, n);
+    let (_sim, db, idx, n, mut model) = filled(small_opts());
     churn(&db);
     change(&db, &idx, n, &mut model, 0);
     let st = db.status().change_buffer;
@@ -159,10 +174,7 @@ fn changes_to_leaves_not_in_the_pool_are_buffered_and_reads_see_them() {
 #[test]
 fn a_clean_close_merges_everything_and_a_crash_keeps_the_buffered_changes() {
     let o = small_opts();
-    let (sim, db) = sim_db(o.clone());
-    let idx = db.create_index_table("idx").unwrap();
-    let n = 3000;
-    let mut model = fill(&db, &idx, n);
+    let (sim, db, idx, n, mut model) = filled(o.clone());
     churn(&db);
     change(&db, &idx, n, &mut model, 1);
     assert!(db.status().change_buffer.entries > 0);
@@ -201,10 +213,7 @@ fn a_clean_close_merges_everything_and_a_crash_keeps_the_buffered_changes() {
 
 #[test]
 fn the_background_merge_empties_the_buffer() {
-    let (_sim, db) = sim_db(small_opts());
-    let idx = db.create_index_table("idx").unwrap();
-    let n = 3000;
-    let mut model = fill(&db, &idx, n);
+    let (_sim, db, idx, n, mut model) = filled(small_opts());
     churn(&db);
     change(&db, &idx, n, &mut model, 0);
     assert!(db.status().change_buffer.entries > 0);
@@ -228,10 +237,7 @@ fn the_background_merge_empties_the_buffer() {
 
 #[test]
 fn options_turn_buffering_off_by_kind_and_by_size() {
-    let (_sim, db) = sim_db(small_opts());
-    let idx = db.create_index_table("idx").unwrap();
-    let n = 3000;
-    let mut model = fill(&db, &idx, n);
+    let (_sim, db, idx, n, mut model) = filled(small_opts());
     // none: everything applied directly
     db.set_option("change_buffering", "none").unwrap();
     churn(&db);
@@ -304,10 +310,7 @@ fn an_index_table_takes_empty_values_only_and_keeps_its_kind() {
 
 #[test]
 fn a_broken_contract_is_counted_and_the_leaf_ends_as_the_change_says() {
-    let (_sim, db) = sim_db(small_opts());
-    let idx = db.create_index_table("idx").unwrap();
-    let n = 3000;
-    let mut model = fill(&db, &idx, n);
+    let (_sim, db, idx, n, mut model) = filled(small_opts());
     churn(&db);
     // put keys the table holds, delete keys it does not hold
     let mut txn = db.begin();
@@ -330,10 +333,7 @@ fn a_broken_contract_is_counted_and_the_leaf_ends_as_the_change_says() {
 /// A dropped index table's buffered changes go with it.
 #[test]
 fn dropping_an_index_table_discards_its_buffered_changes() {
-    let (_sim, db) = sim_db(small_opts());
-    let idx = db.create_index_table("idx").unwrap();
-    let n = 3000;
-    let mut model = fill(&db, &idx, n);
+    let (_sim, db, idx, n, mut model) = filled(small_opts());
     churn(&db);
     change(&db, &idx, n, &mut model, 0);
     assert!(db.status().change_buffer.entries > 0);
@@ -570,10 +570,7 @@ fn buffered_changes_read_fewer_pages_at_commit() {
     let reads_at_commit = |mode: &str| {
         let mut o = small_opts();
         o.set("change_buffering", mode).unwrap();
-        let (_sim, db) = sim_db(o);
-        let idx = db.create_index_table("idx").unwrap();
-        let n = 3000;
-        let mut model = fill(&db, &idx, n);
+        let (_sim, db, idx, n, mut model) = filled(o);
         churn(&db);
         let before = db.status().buffer.pages_read;
         change(&db, &idx, n, &mut model, 0);
