@@ -301,8 +301,8 @@ fn render_recovery(o: &mut String, s: &Status) {
     );
     let _ = writeln!(
         o,
-        "Page records applied {}, skipped (page already newer) {}",
-        r.page_records_applied, r.page_records_skipped
+        "Page records applied {} ({} of them compactions), skipped (page already newer) {}",
+        r.page_records_applied, r.page_compactions_replayed, r.page_records_skipped
     );
     let _ = writeln!(
         o,

@@ -13,6 +13,7 @@
 
 use crate::buffer::{BufferPool, PageWrite};
 use crate::error::Result;
+use crate::page::node;
 use crate::types::{Lsn, PageId};
 use crate::wal::record;
 use crate::wal::LogSpace;
@@ -27,6 +28,8 @@ enum Before {
     /// A page beyond the old end of the file: all zeros.
     Fresh,
     Image(Box<[u8]>),
+    /// The page just after this mtr compacted it ([`Mtr::compact`]): redo compacts first.
+    Compacted(Box<[u8]>),
 }
 
 /// Page-image buffers for before-images, kept per thread between mtrs: an mtr's first write
@@ -69,6 +72,8 @@ pub struct Mtr<'a> {
     space: &'a LogSpace,
     pages: Vec<Option<PageWrite<'a>>>,
     before: Vec<Before>,
+    /// Records of changes made before a compaction, logged ahead of the commit's diffs.
+    early: Vec<u8>,
 }
 
 impl<'a> Mtr<'a> {
@@ -78,6 +83,7 @@ impl<'a> Mtr<'a> {
             space,
             pages: Vec::with_capacity(8),
             before: Vec::with_capacity(8),
+            early: Vec::new(),
         }
     }
 
@@ -167,6 +173,46 @@ impl<'a> Mtr<'a> {
         }
     }
 
+    /// Compacts held node page `s` (page::node::compact) and logs it as a compaction: the
+    /// changes this mtr made to the page so far, then a flag that redo compacts the page, and
+    /// at commit only what changed after it. Why: logged as changed bytes, a compaction is
+    /// most of the page (every cell below the first hole moves), and an update that lengthens
+    /// a row in a full leaf compacts it every few updates; such a transaction wrote several
+    /// times the redo its commit reserved for its apply, and an applying transaction pins the
+    /// checkpoint at its COMMIT, so a log it fills cannot be freed.
+    pub fn compact(&mut self, s: Slot) {
+        self.snapshot(s);
+        let pid = self.pid(s);
+        let Some(Some(g)) = self.pages.get_mut(s) else {
+            unreachable!("mtr slot {s} not held")
+        };
+        match &mut self.before[s] {
+            // logged whole from zeros at commit anyway
+            Before::Fresh => node::compact(&mut g[..]),
+            Before::Image(img) => {
+                record::encode_page_diff(&mut self.early, pid, Some(img), g);
+                node::compact(&mut g[..]);
+                img.copy_from_slice(g);
+                let img = std::mem::replace(img, Box::new([]));
+                self.before[s] = Before::Compacted(img);
+            }
+            Before::Compacted(img) => {
+                record::encode_compacted_page_diff(&mut self.early, pid, img, g);
+                node::compact(&mut g[..]);
+                img.copy_from_slice(g);
+            }
+            Before::Untouched => unreachable!("snapshot taken above"),
+        }
+    }
+
+    /// Makes room for a cell of `len` bytes on held node page `s` contiguous: compacts it
+    /// ([`Mtr::compact`]) when the cell fits only counting fragmented bytes.
+    pub fn make_contiguous(&mut self, s: Slot, len: usize) {
+        if node::insert_needs_compact(self.peek(s), len) {
+            self.compact(s);
+        }
+    }
+
     /// Releases an unmodified page early (latch coupling on the way down).
     pub fn release(&mut self, s: Slot) {
         if let Some(g) = self.pages.get_mut(s).and_then(Option::take) {
@@ -196,18 +242,24 @@ impl<'a> Mtr<'a> {
     }
 
     fn finish(&mut self) -> Result<Lsn> {
-        let mut payload = Vec::new();
+        let mut payload = std::mem::take(&mut self.early);
         for (g, before) in self.pages.iter().zip(&self.before) {
             let Some(g) = g else { continue };
             if !g.is_modified() {
                 continue;
             }
-            let img = match before {
-                Before::Fresh => None,
-                Before::Image(b) => Some(&b[..]),
+            match before {
+                Before::Fresh => {
+                    record::encode_page_diff(&mut payload, g.page_id(), None, g);
+                }
+                Before::Image(b) => {
+                    record::encode_page_diff(&mut payload, g.page_id(), Some(b), g);
+                }
+                Before::Compacted(b) => {
+                    record::encode_compacted_page_diff(&mut payload, g.page_id(), b, g);
+                }
                 Before::Untouched => unreachable!("modified page without a before-image"),
-            };
-            record::encode_page_diff(&mut payload, g.page_id(), img, g);
+            }
         }
         let result = if payload.is_empty() {
             for g in self.pages.iter_mut().flatten() {
@@ -238,7 +290,7 @@ impl<'a> Mtr<'a> {
             drop(g);
         }
         for b in self.before.drain(..) {
-            if let Before::Image(img) = b {
+            if let Before::Image(img) | Before::Compacted(img) = b {
                 recycle(img);
             }
         }

@@ -911,6 +911,7 @@ impl Tree {
             match (op, node::search(mtr.peek(leaf), &ukey)) {
                 (Op::Insert, Ok(_)) | (Op::Delete, Err(_)) => out.violations += 1,
                 (Op::Insert, Err(p)) => {
+                    mtr.make_contiguous(leaf, node::CELL_HEADER + ukey.len());
                     if !node::insert_leaf_inline(mtr.pg(leaf), p, &ukey, &[]) {
                         // the free space noted when it was buffered was wrong: a bug; the
                         // mtr commits what it applied so far (each change whole)

@@ -27,7 +27,23 @@ enum LeafVal<'v> {
     Overflow { len: usize, first: PageId },
 }
 
-fn try_place(b: &mut [u8], pos: usize, c: &Cell<'_>) -> bool {
+/// Places cell `c` at `pos` of held node page `s`, compacting it first through the mtr when
+/// the cell fits only that way (so the compaction is logged as one, not as moved bytes).
+fn try_place(mtr: &mut Mtr<'_>, s: Slot, pos: usize, c: &Cell<'_>) -> bool {
+    let len = node::CELL_HEADER
+        + match c {
+            Cell::Leaf {
+                key,
+                value: LeafVal::Inline(v),
+            } => key.len() + v.len(),
+            Cell::Leaf {
+                key,
+                value: LeafVal::Overflow { .. },
+            } => key.len() + 4,
+            Cell::Internal { key, .. } => key.len(),
+        };
+    mtr.make_contiguous(s, len);
+    let b = mtr.pg(s);
     match c {
         Cell::Leaf {
             key,
@@ -200,11 +216,10 @@ impl Tree {
             }
         }
         let val = self.prepare_value(mtr, value, inline, plan)?;
-        let b = mtr.pg(leaf);
         if let Some(i) = plan.old {
-            node::remove(b, i);
+            node::remove(mtr.pg(leaf), i);
         }
-        let placed = try_place(b, plan.pos, &Cell::Leaf { key, value: val });
+        let placed = try_place(mtr, leaf, plan.pos, &Cell::Leaf { key, value: val });
         assert!(placed, "leaf had room by plan");
         Ok(())
     }
@@ -325,7 +340,7 @@ impl Tree {
         cell: Cell<'_>,
     ) -> Result<()> {
         let s = st.path[depth].0;
-        if try_place(mtr.pg(s), pos, &cell) {
+        if try_place(mtr, s, pos, &cell) {
             return Ok(());
         }
         if depth == 0 {
@@ -337,7 +352,7 @@ impl Tree {
         let r = st.take_spare(mtr, self.id)?;
         let (sep, into_right, rpos) = self.split_node(mtr, st, s, r, pos)?;
         let target = if into_right { r } else { s };
-        let placed = try_place(mtr.pg(target), rpos, &cell);
+        let placed = try_place(mtr, target, rpos, &cell);
         assert!(placed, "half of a split page has room for one cell");
         // the separator is the right page's first key (after placing, it may be the new key)
         let sep = if into_right && rpos == 0 {
@@ -394,13 +409,13 @@ impl Tree {
                 assert!(ok, "moved cells fit an empty page");
             }
             node::truncate(lb, sp);
-            node::compact(lb);
             if is_leaf {
                 hdr::set_next(rb, old_next);
                 hdr::set_prev(rb, l_pid);
                 hdr::set_next(lb, r_pid);
             }
         }
+        mtr.compact(s);
         if is_leaf && !old_next.is_none() {
             let sib = match st.sib.take() {
                 Some(x) if mtr.pid(x) == old_next => x,

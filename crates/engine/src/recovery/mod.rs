@@ -31,7 +31,7 @@
 
 use crate::buffer::BufferPool;
 use crate::error::{Error, Result};
-use crate::page::hdr;
+use crate::page::{hdr, node};
 use crate::types::{Lsn, PageId};
 use crate::wal::record::{self, RecordRef, WriteOp};
 use crate::wal::{GroupRef, Recovered, ScanStop};
@@ -56,6 +56,8 @@ pub struct RecoveryReport {
     pub groups: u64,
     pub page_records_applied: u64,
     pub page_records_skipped: u64,
+    /// Of the page records applied, those that compacted their page first (mtr.rs).
+    pub page_compactions_replayed: u64,
     /// Batches redo applied, and the most bytes one held (see `recovery_memory`).
     pub redo_batches: u64,
     pub redo_batch_peak_bytes: u64,
@@ -124,6 +126,7 @@ struct Entry {
     len: u32,
     page: PageId,
     fresh: bool,
+    compacted: bool,
 }
 
 /// Page records gathered from the log until the budget is reached. Two buffers, each allocated
@@ -165,7 +168,14 @@ impl Batch {
             && self.arena.len() + bytes <= self.arena.capacity()
     }
 
-    fn push(&mut self, g: &GroupRef<'_>, page: PageId, fresh: bool, ranges: &[u8]) {
+    fn push(
+        &mut self,
+        g: &GroupRef<'_>,
+        page: PageId,
+        fresh: bool,
+        compacted: bool,
+        ranges: &[u8],
+    ) {
         let at = self.arena.len();
         self.arena.extend_from_slice(ranges);
         self.entries.push(Entry {
@@ -176,6 +186,7 @@ impl Batch {
             len: u32::try_from(ranges.len()).unwrap_or(u32::MAX),
             page,
             fresh,
+            compacted,
         });
     }
 
@@ -242,14 +253,31 @@ impl Batch {
                 &rec.stop,
             ));
         }
+        // A group may hold several records of one page (the changes before and after a
+        // compaction): a page stamped with the group's end holds all of them when it came so
+        // from the file, and only the ones applied so far when this loop stamped it.
+        let mut applied_group = None;
         for e in entries {
-            if hdr::lsn(&w) >= e.end {
+            if hdr::lsn(&w) >= e.end && applied_group != Some(e.end) {
                 report.page_records_skipped += 1;
                 continue;
             }
+            if e.compacted && !node::try_compact(&mut w) {
+                return Err(Error::corrupt(
+                    pool.file().name(),
+                    page.0,
+                    format!(
+                        "redo at LSN {} compacts this page, but its cells do not lay out as a \
+                         B+tree node's",
+                        e.start.0
+                    ),
+                ));
+            }
+            report.page_compactions_replayed += u64::from(e.compacted);
             let ranges = &self.arena[e.at..e.at + e.len as usize];
             record::apply_page_diff_ranges(&mut w, e.fresh, ranges);
             w.stamp(e.start, e.end);
+            applied_group = Some(e.end);
             report.page_records_applied += 1;
         }
         Ok(())
@@ -307,8 +335,9 @@ pub fn redo(
                 RecordRef::PageDiff {
                     page,
                     fresh,
+                    compacted,
                     ranges,
-                } => batch.push(&g, page, fresh, ranges),
+                } => batch.push(&g, page, fresh, compacted, ranges),
                 RecordRef::Commit { .. } => {
                     pending.insert(g.start.0);
                     report.pending_commits_peak =

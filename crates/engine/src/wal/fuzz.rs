@@ -102,6 +102,8 @@ pub(crate) fn check_records(recs: &[Record], ps: usize) {
     let mut img = vec![0u8; ps];
     for r in recs {
         match r {
+            // a compacted diff's compaction is the page layer's (recovery runs it): the ranges
+            // apply the same either way
             Record::PageDiff { fresh, ranges, .. } => {
                 record::apply_page_diff(&mut img, *fresh, ranges);
                 for (off, bytes) in ranges.iter().rev().take(1) {

@@ -3,9 +3,12 @@
 //! A group payload is a sequence of records, each `type u8 | len u32 | body`:
 //!
 //! ```text
-//! 1 PageDiff   page u32 | flags u8 (bit 0: fresh) | nranges u16 | { off u16 | len u16 | bytes }*
+//! 1 PageDiff   page u32 | flags u8 (bit 0: fresh, bit 1: compacted) | nranges u16 |
+//!              { off u16 | len u16 | bytes }*
 //!              the bytes of the page that the mtr changed; "fresh" pages were all zeros before
-//!              (a page beyond the old end of the file), so redo starts from zeros
+//!              (a page beyond the old end of the file), so redo starts from zeros; "compacted"
+//!              pages are compacted first (page::node::compact), and the ranges are relative to
+//!              that: an mtr that compacts a node logs the compaction, not every moved cell
 //! 2 Commit     txn u64 | nwrites u32 | { table u32 | klen u16 | kind u8 (1 put, 0 delete) |
 //!                                        vlen u32 | key | value }*
 //!              the logical write set of a transaction, written before any page changes
@@ -21,6 +24,10 @@ use crate::types::PageId;
 pub const REC_PAGE_DIFF: u8 = 1;
 pub const REC_COMMIT: u8 = 2;
 pub const REC_APPLY_DONE: u8 = 3;
+
+/// PageDiff flags.
+const FLAG_FRESH: u8 = 1;
+const FLAG_COMPACTED: u8 = 2;
 
 /// Two changed runs closer than this are logged as one (saves the 4-byte range header).
 const MERGE_GAP: usize = 12;
@@ -39,6 +46,8 @@ pub enum Record {
     PageDiff {
         page: PageId,
         fresh: bool,
+        /// Compact the page (page::node::compact) before applying `ranges`.
+        compacted: bool,
         ranges: Vec<(usize, Vec<u8>)>,
     },
     Commit {
@@ -105,6 +114,22 @@ pub fn encode_page_diff(
     before: Option<&[u8]>,
     after: &[u8],
 ) -> bool {
+    encode_diff(out, page, before, after, false)
+}
+
+/// Appends a PageDiff record that compacts the page, then changes `compacted` (the page just
+/// after its compaction) into `after`. Always appends: the compaction is a change.
+pub fn encode_compacted_page_diff(out: &mut Vec<u8>, page: PageId, compacted: &[u8], after: &[u8]) {
+    encode_diff(out, page, Some(compacted), after, true);
+}
+
+fn encode_diff(
+    out: &mut Vec<u8>,
+    page: PageId,
+    before: Option<&[u8]>,
+    after: &[u8],
+    compacted: bool,
+) -> bool {
     let mut ranges: Vec<(usize, usize)> = Vec::new();
     let mut from = 0;
     while let Some(d) = next_changed(before, after, from) {
@@ -114,7 +139,7 @@ pub fn encode_page_diff(
         }
         from = d + 1;
     }
-    if ranges.is_empty() && before.is_some() {
+    if ranges.is_empty() && before.is_some() && !compacted {
         return false;
     }
     let split: Vec<(usize, usize)> = ranges
@@ -129,7 +154,14 @@ pub fn encode_page_diff(
     let len_at = out.len();
     out.extend_from_slice(&[0; 4]);
     out.extend_from_slice(&page.0.to_le_bytes());
-    out.push(before.is_none() as u8);
+    let flags = if before.is_none() {
+        FLAG_FRESH
+    } else if compacted {
+        FLAG_COMPACTED
+    } else {
+        0
+    };
+    out.push(flags);
     out.extend_from_slice(&(split.len() as u16).to_le_bytes());
     for (s, e) in split {
         out.extend_from_slice(&(s as u16).to_le_bytes());
@@ -235,6 +267,7 @@ pub fn decode_group(payload: &[u8], page_size: usize) -> Option<Vec<Record>> {
                 RecordRef::PageDiff {
                     page,
                     fresh,
+                    compacted,
                     ranges,
                 } => {
                     let mut b = Rd { b: ranges, at: 0 };
@@ -246,6 +279,7 @@ pub fn decode_group(payload: &[u8], page_size: usize) -> Option<Vec<Record>> {
                     Record::PageDiff {
                         page,
                         fresh,
+                        compacted,
                         ranges: out,
                     }
                 }
@@ -275,6 +309,8 @@ pub enum RecordRef<'a> {
     PageDiff {
         page: PageId,
         fresh: bool,
+        /// Compact the page (page::node::compact) before applying `ranges`.
+        compacted: bool,
         ranges: &'a [u8],
     },
     /// `writes`: the encoded writes, each checked.
@@ -300,7 +336,10 @@ pub fn walk_group(payload: &[u8], page_size: usize) -> Option<Vec<RecordRef<'_>>
         let rec = match ty {
             REC_PAGE_DIFF => {
                 let page = PageId(b.u32()?);
-                let fresh = b.u8()? & 1 == 1;
+                let flags = b.u8()?;
+                if flags > FLAG_COMPACTED {
+                    return None; // unknown bits, or fresh and compacted at once
+                }
                 let n = b.u16()?;
                 let from = b.at;
                 for _ in 0..n {
@@ -308,7 +347,8 @@ pub fn walk_group(payload: &[u8], page_size: usize) -> Option<Vec<RecordRef<'_>>
                 }
                 RecordRef::PageDiff {
                     page,
-                    fresh,
+                    fresh: flags == FLAG_FRESH,
+                    compacted: flags == FLAG_COMPACTED,
                     ranges: &body[from..b.at],
                 }
             }
@@ -427,9 +467,10 @@ mod tests {
             if wrote {
                 let recs = decode_group(&out, 4096).unwrap();
                 match &recs[..] {
-                    [Record::PageDiff { page, fresh: f, ranges }] => {
+                    [Record::PageDiff { page, fresh: f, compacted, ranges }] => {
                         prop_assert_eq!(*page, PageId(9));
                         prop_assert_eq!(*f, fresh);
+                        prop_assert!(!compacted);
                         apply_page_diff(&mut img, *f, ranges);
                     }
                     _ => prop_assert!(false, "one record expected"),
@@ -471,6 +512,58 @@ mod tests {
             }
             prop_assert_eq!(a, b);
             prop_assert_eq!(walked.last(), Some(&RecordRef::ApplyDone { commit_lsn: 77 }));
+        }
+    }
+
+    /// A compacted diff is written even when nothing changed after the compaction (the
+    /// compaction is the change), carries the flag through both decoders, and a flags byte
+    /// with unknown bits, or fresh and compacted at once, is refused.
+    #[test]
+    fn compacted_flag_roundtrip() {
+        let img = vec![7u8; 4096];
+        let mut after = img.clone();
+        after[100] = 8;
+        let mut out = Vec::new();
+        encode_compacted_page_diff(&mut out, PageId(5), &img, &img);
+        encode_compacted_page_diff(&mut out, PageId(5), &img, &after);
+        assert!(encode_page_diff(&mut out, PageId(6), Some(&img), &after));
+        let recs = decode_group(&out, 4096).unwrap();
+        let flags: Vec<(bool, bool, usize)> = recs
+            .iter()
+            .map(|r| match r {
+                Record::PageDiff {
+                    fresh,
+                    compacted,
+                    ranges,
+                    ..
+                } => (*fresh, *compacted, ranges.len()),
+                _ => panic!("page diffs only"),
+            })
+            .collect();
+        assert_eq!(
+            flags,
+            [(false, true, 0), (false, true, 1), (false, false, 1)]
+        );
+        let walked: Vec<bool> = walk_group(&out, 4096)
+            .unwrap()
+            .iter()
+            .map(|r| {
+                matches!(
+                    r,
+                    RecordRef::PageDiff {
+                        compacted: true,
+                        ..
+                    }
+                )
+            })
+            .collect();
+        assert_eq!(walked, [true, true, false]);
+        // the flags byte of the first record: type u8, len u32, page u32, then flags
+        for bad in [FLAG_FRESH | FLAG_COMPACTED, 4, 0x80] {
+            let mut b = out.clone();
+            b[9] = bad;
+            assert!(decode_group(&b, 4096).is_none(), "flags {bad:#x}");
+            assert!(walk_group(&b, 4096).is_none(), "flags {bad:#x}");
         }
     }
 

@@ -56,6 +56,8 @@ struct Coverage {
     acked: u64,
     redo_applied_runs: u64,
     records_applied: u64,
+    /// Page records recovery applied that compacted their page first.
+    compactions_replayed: u64,
     reapplied_txns: u64,
     wrapped_runs: u64,
     /// Pages changed while being written before the crash (each moved up its flush list, so
@@ -177,6 +179,7 @@ fn one_run(seed: u64) -> Coverage {
         acked: p.total_acked(),
         redo_applied_runs: (st.recovery.page_records_applied > 0) as u64,
         records_applied: st.recovery.page_records_applied,
+        compactions_replayed: st.recovery.page_compactions_replayed,
         reapplied_txns: st.recovery.transactions_reapplied,
         wrapped_runs: (st.recovery.end_lsn > st.log_capacity_bytes) as u64,
         redirtied,
@@ -211,6 +214,7 @@ fn crash_recover_verify_seeded() {
                 cov.acked += c.acked;
                 cov.redo_applied_runs += c.redo_applied_runs;
                 cov.records_applied += c.records_applied;
+                cov.compactions_replayed += c.compactions_replayed;
                 cov.reapplied_txns += c.reapplied_txns;
                 cov.wrapped_runs += c.wrapped_runs;
                 cov.redirtied += c.redirtied;
@@ -233,13 +237,14 @@ fn crash_recover_verify_seeded() {
     );
     println!(
         "crash runs: {} passed; acknowledged commits checked: {}; runs whose recovery applied \
-         redo: {} ({} page records); transactions re-applied: {}; runs past one log lap: {}; \
+         redo: {} ({} page records, {} of them compactions); transactions re-applied: {}; runs past one log lap: {}; \
          pages changed while being written: {}; online log resizes: {} (crashes during one: \
          {}); runs that recovered buffered changes: {} ({} changes)",
         cov.runs,
         cov.acked,
         cov.redo_applied_runs,
         cov.records_applied,
+        cov.compactions_replayed,
         cov.reapplied_txns,
         cov.wrapped_runs,
         cov.redirtied,
@@ -265,6 +270,11 @@ fn crash_recover_verify_seeded() {
     assert!(
         runs < 100 || cov.change_buffer_runs > 0,
         "no run recovered buffered changes in {runs} runs"
+    );
+    // and redo must replay logged compactions (the workload's values change length)
+    assert!(
+        runs < 100 || cov.compactions_replayed > 0,
+        "no run replayed a compaction in {runs} runs"
     );
     // the campaign must exercise recovery, not just reopen clean databases
     assert!(
