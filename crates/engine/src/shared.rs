@@ -301,18 +301,43 @@ fn run_change_buffer_merge(ib: &ChangeBuffer, dur: &Durability) {
             continue;
         }
         credit -= n;
-        let cx = Ctx {
-            pool: &dur.pool,
-            space: &dur.space,
-            ibuf: Some(ib),
-        };
-        if let Err(e) = ib.merge_some(&cx, n as usize) {
+        if let Err(e) = merge_admitted(ib, dur, n as usize) {
             tracing::warn!("change buffer: background merge failed: {e}");
             if dur.check_poison().is_err() {
                 return;
             }
         }
     }
+}
+
+/// Leaves the background merge takes log space for at once.
+const MERGE_ADMIT_LEAVES: usize = 8;
+
+/// Merges the buffered changes of up to `leaves` leaves, [`MERGE_ADMIT_LEAVES`] at a time,
+/// each group holding a log reservation ([`Durability::admit_background`]) of two pages of
+/// redo per leaf: the leaf's changes (its buffered inserts fit its free space, so at most a
+/// page) and the change buffer's own leaf. Merges are writes: unreserved, a merge rate that
+/// rises as the buffer fills took log space no admission had counted, and the checkpoint age
+/// reached the log's end.
+fn merge_admitted(ib: &ChangeBuffer, dur: &Durability, leaves: usize) -> Result<()> {
+    let cx = Ctx {
+        pool: &dur.pool,
+        space: &dur.space,
+        ibuf: Some(ib),
+    };
+    let per_leaf = 2 * dur.pool.page_size() as u64;
+    let mut left = leaves;
+    while left > 0 && !ib.stop.load(Ordering::Acquire) {
+        let n = left.min(MERGE_ADMIT_LEAVES);
+        let Some(_room) = dur.admit_background(n as u64 * per_leaf, &ib.stop)? else {
+            break;
+        };
+        if ib.merge_some(&cx, n)? == 0 {
+            break;
+        }
+        left -= n;
+    }
+    Ok(())
 }
 
 /// Writes every dirty page and a checkpoint at the log end (and the clean-shutdown flag).

@@ -278,6 +278,32 @@ impl Durability {
         res
     }
 
+    /// Admission for background work (the change buffer's merges): a reservation of
+    /// `redo_bytes` as [`Self::admit`] makes, taken only when it fits at once and no
+    /// transaction is waiting for one; otherwise waits in steps of 10 ms, writing nothing
+    /// itself. No admission delay and no stall is counted: those are what clients wait, and
+    /// this is not a client. None when `stop` is set first.
+    pub fn admit_background(
+        &self,
+        redo_bytes: u64,
+        stop: &std::sync::atomic::AtomicBool,
+    ) -> Result<Option<Reservation<'_>>> {
+        loop {
+            self.check_poison()?;
+            if stop.load(Ordering::Acquire) {
+                return Ok(None);
+            }
+            if self.admit_waiters.load(Ordering::Acquire) == 0 {
+                let (asyncp, syncp) = self.points();
+                if let Some(r) = self.try_reserve(redo_bytes, asyncp, syncp) {
+                    return Ok(Some(r));
+                }
+                self.wake_flusher();
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     /// The log space reservations may fill. Reservations are estimates; a sixteenth of the log
     /// stays free for an apply that writes more than estimated: an mtr that finds the log full
     /// holds page latches, and the page that would free the log may be one of them (found by
