@@ -394,8 +394,8 @@ fn render_transactions(o: &mut String, s: &Status) {
     section(o, "TRANSACTIONS");
     let _ = writeln!(
         o,
-        "Commits {}, rollbacks {}",
-        s.txns.commits, s.txns.rollbacks
+        "Commits {}, rollbacks {}, commits continued (apply outgrew its log reservation) {}",
+        s.txns.commits, s.txns.rollbacks, s.txns.commit_continuations
     );
     let _ = writeln!(
         o,

@@ -39,6 +39,14 @@ const SPARE_IMAGES: usize = 8;
 
 thread_local! {
     static SPARE: std::cell::RefCell<Vec<Box<[u8]>>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// Bytes of redo the mtrs of this thread appended.
+    static REDO_APPENDED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Bytes of redo the mtrs of the calling thread have appended so far: what a commit's apply
+/// measures its own redo by (other threads append to the same log meanwhile).
+pub fn thread_redo_bytes() -> u64 {
+    REDO_APPENDED.with(std::cell::Cell::get)
 }
 
 /// A copy of `page` in a reused buffer when one of its size is spare.
@@ -269,6 +277,7 @@ impl<'a> Mtr<'a> {
         } else {
             match self.space.append_fenced(&payload) {
                 Ok((range, fence)) => {
+                    REDO_APPENDED.with(|r| r.set(r.get() + payload.len() as u64));
                     for g in self.pages.iter_mut().flatten() {
                         if g.is_modified() {
                             g.stamp(range.start, range.end);

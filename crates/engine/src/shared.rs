@@ -82,6 +82,9 @@ crate::counter::counter_group! {
     pub struct DbCounters => DbCounts {
         /// Transactions committed (read-only and empty ones included).
         commits: "commits",
+        /// Commits whose apply logged what they reserved and re-logged the writes left (a
+        /// CommitContinued record), so that the checkpoint could pass their COMMIT.
+        commit_continuations: "continuations",
         /// Transactions rolled back, by the caller or by an error.
         rollbacks: "rollbacks",
         /// Rows put by committed transactions.

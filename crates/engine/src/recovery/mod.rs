@@ -346,6 +346,12 @@ pub fn redo(
                 RecordRef::ApplyDone { commit_lsn } => {
                     pending.remove(&commit_lsn);
                 }
+                // the writes left of the COMMIT at `prev` (absent when the checkpoint passed
+                // it): this record is now the one to re-apply
+                RecordRef::CommitContinued { prev, .. } => {
+                    pending.remove(&prev);
+                    pending.insert(g.start.0);
+                }
             }
         }
         Ok(())
@@ -357,9 +363,13 @@ pub fn redo(
     Ok(pending.into_iter().map(Lsn).collect())
 }
 
-/// The write set of the COMMIT record in the group that starts at `commit_lsn`, read back
-/// from the log (re-apply).
-pub fn commit_writes(rec: &Recovered, commit_lsn: Lsn, page_size: usize) -> Result<Vec<WriteOp>> {
+/// The transaction and write set of the COMMIT (or CommitContinued) record in the group that
+/// starts at `commit_lsn`, read back from the log (re-apply).
+pub fn commit_writes(
+    rec: &Recovered,
+    commit_lsn: Lsn,
+    page_size: usize,
+) -> Result<(u64, Vec<WriteOp>)> {
     let payload = rec.source.group_at(commit_lsn)?;
     let recs = record::decode_group(&payload, page_size).ok_or_else(|| Error::Recovery {
         lsn: commit_lsn.0,
@@ -367,7 +377,8 @@ pub fn commit_writes(rec: &Recovered, commit_lsn: Lsn, page_size: usize) -> Resu
     })?;
     recs.into_iter()
         .find_map(|r| match r {
-            record::Record::Commit { writes, .. } => Some(writes),
+            record::Record::Commit { txn, writes }
+            | record::Record::CommitContinued { txn, writes, .. } => Some((txn, writes)),
             _ => None,
         })
         .ok_or_else(|| Error::Recovery {

@@ -106,15 +106,124 @@ fn apply_redo_estimate(page_size: usize, ops: &[record::WriteRef<'_>]) -> u64 {
         .sum()
 }
 
+/// The most redo one write's apply can log, in pages: a split of the leaf and of every
+/// internal level above it logs about a page per level (the half page moved, the new page),
+/// and the change buffer's entry for an index write splits its own tree the same way.
+const WRITE_REDO_MAX_PAGES: u64 = 16;
+
+/// A commit's apply under way: the COMMIT (or its latest continuation) that pins the
+/// checkpoint, and how much redo the apply may log from it.
+///
+/// Why continuations: an applying transaction pins the checkpoint at its COMMIT (a crash
+/// before its ApplyDone re-applies it from the COMMIT's writes), so the log from the COMMIT
+/// on cannot be freed until the apply ends. The commit reserved log space for its apply by an
+/// estimate of amortized costs, and an apply can log several times that: inserts into leaves
+/// that are all full split each one, and each split logs the half page it moves. When the
+/// apply has logged what it reserved (less the room to re-log what is left), it appends a
+/// CommitContinued record with the writes still to apply, moves its pin there and, in a
+/// running engine, takes a new reservation for the rest: the checkpoint may then pass
+/// everything before, whose pages the cleaner writes as usual.
+pub(crate) struct Applying<'a> {
+    /// The LSN of the group holding the COMMIT or continuation this apply re-applies from.
+    pub(crate) pin: Lsn,
+    txn: u64,
+    /// Redo this apply may log from `pin` before it continues its commit.
+    budget: u64,
+    /// `mtr::thread_redo_bytes()` when `pin` was set.
+    spent_from: u64,
+    /// The running engine's log reservation; None in recovery (no other writer runs).
+    room: Option<crate::flush::Reservation<'a>>,
+}
+
+impl<'a> Applying<'a> {
+    /// An apply from the COMMIT at `pin` of `txn`, allowed `budget` bytes of redo (the
+    /// estimate its reservation `room` holds beyond the COMMIT record).
+    pub(crate) fn new(
+        pin: Lsn,
+        txn: u64,
+        budget: u64,
+        room: Option<crate::flush::Reservation<'a>>,
+    ) -> Self {
+        Applying {
+            pin,
+            txn,
+            budget,
+            spent_from: crate::mtr::thread_redo_bytes(),
+            room,
+        }
+    }
+
+    fn spent(&self) -> u64 {
+        crate::mtr::thread_redo_bytes() - self.spent_from
+    }
+
+    /// Whether the next write must wait for a continuation of the commit, whose record of the
+    /// writes left is `rest_record` bytes: the apply has logged its budget less that record,
+    /// or, in recovery (no reservation), the log's free space is down to that record plus the
+    /// most one write can log ([`WRITE_REDO_MAX_PAGES`] pages). Recovery needs the second
+    /// test: the log it re-applies into still holds what the cut apply logged after the pin.
+    fn must_continue(&self, db: &DbInner, rest_record: u64) -> bool {
+        if self.spent() + rest_record >= self.budget {
+            return true;
+        }
+        if self.room.is_some() {
+            return false;
+        }
+        let log = &db.dur.log;
+        let used = log.current_lsn().0.saturating_sub(log.checkpoint_lsn().0);
+        let free = log.capacity().saturating_sub(used);
+        free < rest_record + WRITE_REDO_MAX_PAGES * db.pool.page_size() as u64
+    }
+
+    /// Appends a CommitContinued record of `rest` (the writes not yet applied), pins the
+    /// checkpoint there instead of at the old record, and takes a new reservation for them.
+    fn continue_commit(&mut self, db: &'a DbInner, rest: &[record::WriteRef<'_>]) -> Result<()> {
+        let dur = &db.dur;
+        let mut payload = Vec::new();
+        record::encode_commit_continued(&mut payload, self.pin.0, self.txn, rest);
+        let range = {
+            let (range, _fence) = dur.space.append_fenced(&payload)?;
+            dur.space.begin_applying(range.start);
+            range
+        };
+        dur.space.end_applying(self.pin);
+        self.pin = range.start;
+        let ps = db.pool.page_size();
+        let estimate = apply_redo_estimate(ps, rest);
+        if self.room.take().is_some() {
+            // released first: a transaction may wait in admission for the room it held
+            self.room = Some(dur.admit(payload.len() as u64 + estimate)?);
+        }
+        if self.room.is_none() {
+            // Recovery: no page cleaner runs and no reservation holds room, so this thread
+            // frees the log itself, here where it holds no page latch: everything this apply
+            // dirtied is written and the checkpoint moves to the new pin. (Making room at a
+            // full log inside an mtr could not write the pages that mtr latches.)
+            db.pool.flush_all()?;
+            dur.checkpoint()?;
+        }
+        self.budget = estimate;
+        self.spent_from = crate::mtr::thread_redo_bytes();
+        db.counters
+            .commit_continuations
+            .fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
 /// Applies a write set to the B+trees. A commit passes its commit number: each key's value
 /// before the change is recorded for read views first (mvcc.rs), all of them before the first
 /// key changes. Recovery's re-apply passes `None` (no view exists while a database opens): a
 /// write already in place (the key holds that value, or a deleted key is absent) is skipped,
 /// so it logs nothing. Sound because the key locks kept every later transaction off these
-/// keys until this one's apply finished. Why: the log holds the COMMIT and the first apply's
-/// redo, and the commit reserved room for its apply once; re-applying only what is missing
-/// stays within what that reservation left.
-pub(super) fn apply_writes(db: &DbInner, writes: &WriteSet, cno: Option<u64>) -> Result<()> {
+/// keys until this one's apply finished. Before each write, an apply that has logged its
+/// budget continues its commit ([`Applying`]).
+pub(crate) fn apply_writes<'a>(
+    db: &'a DbInner,
+    writes: &WriteSet,
+    cno: Option<u64>,
+    applying: &mut Applying<'a>,
+) -> Result<()> {
     let cx = db.ctx();
     let skip_applied = cno.is_none();
     if let Some(cno) = cno {
@@ -132,7 +241,21 @@ pub(super) fn apply_writes(db: &DbInner, writes: &WriteSet, cno: Option<u64>) ->
         }
         db.dur.versions.record(cno, before);
     }
-    for ((_, key), (t, v)) in writes {
+    let ops: Vec<record::WriteRef<'_>> = writes
+        .iter()
+        .map(|((tid, k), (_, v))| (*tid, &k[..], v.as_deref()))
+        .collect();
+    // bytes of a continuation of the writes from the current one on
+    let mut rest_record =
+        record::commit_size(ops.iter().map(|o| (o.1.len(), o.2.map_or(0, <[u8]>::len)))) as u64 + 8;
+    for (i, (_, (t, v))) in writes.iter().enumerate() {
+        let key = ops[i].1;
+        if i > 0 && applying.must_continue(db, rest_record) {
+            applying.continue_commit(db, &ops[i..])?;
+        }
+        rest_record -=
+            (record::commit_size(std::iter::once((key.len(), v.as_ref().map_or(0, Vec::len))))
+                - record::commit_size(std::iter::empty())) as u64;
         if skip_applied && t.tree.get(&cx, key)? == *v {
             continue;
         }
@@ -158,7 +281,7 @@ pub(super) fn apply_writes(db: &DbInner, writes: &WriteSet, cno: Option<u64>) ->
 pub(crate) fn reapply(
     db: &DbInner,
     pending: &[Lsn],
-    load: &mut dyn FnMut(Lsn) -> Result<Vec<WriteOp>>,
+    load: &mut dyn FnMut(Lsn) -> Result<(u64, Vec<WriteOp>)>,
 ) -> Result<u64> {
     let by_id: std::collections::HashMap<u32, Table> = db
         .catalog
@@ -181,17 +304,25 @@ pub(crate) fn reapply(
     }
     for &commit_lsn in pending {
         let mut ws = BTreeMap::new();
-        for w in load(commit_lsn)? {
+        let (txn, writes) = load(commit_lsn)?;
+        for w in writes {
             // a table dropped after the commit has nothing left to apply to
             if let Some(t) = by_id.get(&w.table) {
                 ws.insert((w.table, w.key), (t.clone(), w.value));
             }
         }
-        apply_writes(db, &ws, None)?;
+        let ops: Vec<record::WriteRef<'_>> = ws
+            .iter()
+            .map(|((tid, k), (_, v))| (*tid, &k[..], v.as_deref()))
+            .collect();
+        let budget = apply_redo_estimate(db.pool.page_size(), &ops);
+        drop(ops);
+        let mut applying = Applying::new(commit_lsn, txn, budget, None);
+        apply_writes(db, &ws, None, &mut applying)?;
         let mut done = Vec::with_capacity(16);
-        record::encode_apply_done(&mut done, commit_lsn.0);
+        record::encode_apply_done(&mut done, applying.pin.0);
         drop(db.dur.space.append_fenced(&done)?);
-        db.dur.space.end_applying(commit_lsn);
+        db.dur.space.end_applying(applying.pin);
         n += 1;
     }
     Ok(n)

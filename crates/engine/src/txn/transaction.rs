@@ -460,15 +460,21 @@ impl Transaction {
         // and what the first apply wrote (its COMMIT pins the checkpoint): it has room because
         // it skips the writes already in place (see `apply::reapply`), so it logs at most what
         // this reservation still held unspent.
-        let _room = dur.admit(redo)?;
+        let room = dur.admit(redo)?;
         let range = {
             let (range, _fence) = dur.space.append_fenced(&payload)?;
             dur.space.begin_applying(range.start);
             range
         };
+        let mut applying = apply::Applying::new(
+            range.start,
+            self.id.0,
+            redo - payload.len() as u64,
+            Some(room),
+        );
         // numbered just before the apply: views taken until it ends do not see it
         let cno = db.dur.versions.begin_commit();
-        let applied = apply::apply_writes(db, &self.writes, Some(cno));
+        let applied = apply::apply_writes(db, &self.writes, Some(cno), &mut applying);
         db.dur.versions.end_commit(cno);
         if let Err(e) = applied {
             // the COMMIT is in the log: recovery will re-apply it; this process cannot
@@ -476,9 +482,10 @@ impl Transaction {
             return Err(e);
         }
         let mut done = Vec::with_capacity(16);
-        record::encode_apply_done(&mut done, range.start.0);
+        record::encode_apply_done(&mut done, applying.pin.0);
         let r = dur.space.append_fenced(&done).map(|(_, _fence)| ());
-        dur.space.end_applying(range.start);
+        dur.space.end_applying(applying.pin);
+        drop(applying);
         r?;
         dur.log
             .flush_for_commit_with(range.end, durability.flush_at_commit())

@@ -110,18 +110,28 @@ pub(crate) fn check_records(recs: &[Record], ps: usize) {
                     assert!(img[*off..*off + bytes.len()] == bytes[..]);
                 }
             }
-            Record::Commit { txn, writes } => {
+            Record::Commit { txn, writes } | Record::CommitContinued { txn, writes, .. } => {
                 let refs: Vec<record::WriteRef<'_>> = writes
                     .iter()
                     .map(|w| (w.table, &w.key[..], w.value.as_deref()))
                     .collect();
                 let mut out = Vec::new();
-                record::encode_commit(&mut out, *txn, &refs);
-                let size = record::commit_size(
-                    writes
-                        .iter()
-                        .map(|w| (w.key.len(), w.value.as_ref().map_or(0, Vec::len))),
-                );
+                let prev = match r {
+                    Record::CommitContinued { prev, .. } => {
+                        record::encode_commit_continued(&mut out, *prev, *txn, &refs);
+                        8
+                    }
+                    _ => {
+                        record::encode_commit(&mut out, *txn, &refs);
+                        0
+                    }
+                };
+                let size = prev
+                    + record::commit_size(
+                        writes
+                            .iter()
+                            .map(|w| (w.key.len(), w.value.as_ref().map_or(0, Vec::len))),
+                    );
                 assert!(
                     out.len() == size,
                     "commit_size disagrees with encode_commit"

@@ -14,6 +14,12 @@
 //!              the logical write set of a transaction, written before any page changes
 //! 3 ApplyDone  commit_lsn u64: every change of the transaction whose COMMIT group starts at
 //!              commit_lsn is in mtr groups before this one
+//! 4 CommitContinued
+//!              prev u64 | then as Commit: txn u64 | nwrites u32 | writes
+//!              the writes a transaction had still to apply when its apply had logged what its
+//!              commit reserved; it replaces the COMMIT (or continuation) whose group starts at
+//!              prev: recovery re-applies these writes, and the ApplyDone that ends the
+//!              transaction names this record's LSN
 //! ```
 //!
 //! Page diffs never include the LSN fields (header bytes 8..16 and the 8-byte trailer): redo
@@ -24,6 +30,7 @@ use crate::types::PageId;
 pub const REC_PAGE_DIFF: u8 = 1;
 pub const REC_COMMIT: u8 = 2;
 pub const REC_APPLY_DONE: u8 = 3;
+pub const REC_COMMIT_CONTINUED: u8 = 4;
 
 /// PageDiff flags.
 const FLAG_FRESH: u8 = 1;
@@ -56,6 +63,11 @@ pub enum Record {
     },
     ApplyDone {
         commit_lsn: u64,
+    },
+    CommitContinued {
+        prev: u64,
+        txn: u64,
+        writes: Vec<WriteOp>,
     },
 }
 
@@ -177,9 +189,26 @@ fn encode_diff(
 pub type WriteRef<'a> = (u32, &'a [u8], Option<&'a [u8]>);
 
 pub fn encode_commit(out: &mut Vec<u8>, txn: u64, writes: &[WriteRef<'_>]) {
-    out.push(REC_COMMIT);
+    encode_writes(out, None, txn, writes);
+}
+
+/// A CommitContinued record: the `writes` transaction `txn` has still to apply, replacing the
+/// COMMIT (or continuation) whose group starts at `prev`. [`commit_size`] of them plus 8 bytes.
+pub fn encode_commit_continued(out: &mut Vec<u8>, prev: u64, txn: u64, writes: &[WriteRef<'_>]) {
+    encode_writes(out, Some(prev), txn, writes);
+}
+
+fn encode_writes(out: &mut Vec<u8>, prev: Option<u64>, txn: u64, writes: &[WriteRef<'_>]) {
+    out.push(if prev.is_some() {
+        REC_COMMIT_CONTINUED
+    } else {
+        REC_COMMIT
+    });
     let len_at = out.len();
     out.extend_from_slice(&[0; 4]);
+    if let Some(prev) = prev {
+        out.extend_from_slice(&prev.to_le_bytes());
+    }
     out.extend_from_slice(&txn.to_le_bytes());
     out.extend_from_slice(&(writes.len() as u32).to_le_bytes());
     for (table, key, value) in writes {
@@ -283,23 +312,34 @@ pub fn decode_group(payload: &[u8], page_size: usize) -> Option<Vec<Record>> {
                         ranges: out,
                     }
                 }
-                RecordRef::Commit { txn, writes } => {
-                    let mut b = Rd { b: writes, at: 0 };
-                    let mut out = Vec::new();
-                    while b.at < writes.len() {
-                        let (table, key, value) = read_write(&mut b)?;
-                        out.push(WriteOp {
-                            table,
-                            key: key.to_vec(),
-                            value: value.map(<[u8]>::to_vec),
-                        });
-                    }
-                    Record::Commit { txn, writes: out }
-                }
+                RecordRef::Commit { txn, writes } => Record::Commit {
+                    txn,
+                    writes: owned_writes(writes)?,
+                },
+                RecordRef::CommitContinued { prev, txn, writes } => Record::CommitContinued {
+                    prev,
+                    txn,
+                    writes: owned_writes(writes)?,
+                },
                 RecordRef::ApplyDone { commit_lsn } => Record::ApplyDone { commit_lsn },
             })
         })
         .collect()
+}
+
+/// Encoded writes (checked by [`walk_group`]) copied out.
+fn owned_writes(writes: &[u8]) -> Option<Vec<WriteOp>> {
+    let mut b = Rd { b: writes, at: 0 };
+    let mut out = Vec::new();
+    while b.at < writes.len() {
+        let (table, key, value) = read_write(&mut b)?;
+        out.push(WriteOp {
+            table,
+            key: key.to_vec(),
+            value: value.map(<[u8]>::to_vec),
+        });
+    }
+    Some(out)
 }
 
 /// A record of a group payload, borrowed from it (recovery's streaming pass: nothing copied).
@@ -320,6 +360,12 @@ pub enum RecordRef<'a> {
     },
     ApplyDone {
         commit_lsn: u64,
+    },
+    /// `writes` as in `Commit`.
+    CommitContinued {
+        prev: u64,
+        txn: u64,
+        writes: &'a [u8],
     },
 }
 
@@ -352,16 +398,22 @@ pub fn walk_group(payload: &[u8], page_size: usize) -> Option<Vec<RecordRef<'_>>
                     ranges: &body[from..b.at],
                 }
             }
-            REC_COMMIT => {
+            REC_COMMIT | REC_COMMIT_CONTINUED => {
+                let prev = if ty == REC_COMMIT_CONTINUED {
+                    Some(b.u64()?)
+                } else {
+                    None
+                };
                 let txn = b.u64()?;
                 let n = b.u32()?;
                 let from = b.at;
                 for _ in 0..n {
                     read_write(&mut b)?;
                 }
-                RecordRef::Commit {
-                    txn,
-                    writes: &body[from..b.at],
+                let writes = &body[from..b.at];
+                match prev {
+                    Some(prev) => RecordRef::CommitContinued { prev, txn, writes },
+                    None => RecordRef::Commit { txn, writes },
                 }
             }
             REC_APPLY_DONE => RecordRef::ApplyDone {

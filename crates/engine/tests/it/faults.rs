@@ -471,6 +471,18 @@ fn one_run(seed: u64, kind: &Kind) -> Tally {
                     tally.sample = Some(e);
                 }
                 (Ok(_), false) => tally.outcome("resize done (the fault did not fire)"),
+                // The fault skips up to two matching operations first, so it may fire after
+                // the switch, on the new log's own write or fsync by a commit: a log I/O
+                // error like any other, which a commit must report. A resize that swallowed the
+                // error of its own operation would leave every commit succeeding instead.
+                (Ok(_), true) => {
+                    let refused = poll(|| !sh.errors.lock().unwrap().is_empty(), || {});
+                    assert!(
+                        refused && db.status().log_capacity_bytes != before,
+                        "seed {seed}: the resize succeeded, the fault fired and no commit failed"
+                    );
+                    tally.outcome("resize done, the fault hit the new log in use: a commit failed");
+                }
                 (r, fired) => panic!("seed {seed}: resize {r:?} with the fault fired: {fired}"),
             }
             // the workload goes on after an abandoned resize; a failed switch stops it (W7)

@@ -292,3 +292,147 @@ fn log_geometry_from_the_files_wins_on_open() {
     let t = db.table("t").unwrap();
     assert_eq!(db.begin().get(&t, b"k").unwrap(), Some(b"v".to_vec()));
 }
+
+/// The table of the outgrowing-apply tests: 40,000 rows of 8-byte keys (even numbers) loaded
+/// in key order, so every 4 KiB leaf is full (about 110 rows), and the 350 odd keys of the
+/// transaction that inserts one row into each of 350 leaves.
+const LOADED_ROWS: u64 = 40_000;
+
+fn outgrow_row(k: u64) -> ([u8; 8], [u8; 20]) {
+    (k.to_be_bytes(), [7u8; 20])
+}
+
+fn outgrow_keys() -> Vec<u64> {
+    (0..350u64).map(|j| 2 * (110 * j + 50) + 1).collect()
+}
+
+fn load_full_leaves(db: &Database) -> evenkeel::Table {
+    let t = db.create_table("t").unwrap();
+    for c in 0..100 {
+        let mut txn = db.begin();
+        for i in c * LOADED_ROWS / 100..(c + 1) * LOADED_ROWS / 100 {
+            let (k, v) = outgrow_row(2 * i);
+            txn.put(&t, &k, &v).unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    t
+}
+
+fn commit_one_row_per_leaf(db: &Database, t: &evenkeel::Table) -> evenkeel::Result<()> {
+    let mut txn = db.begin();
+    for &k in &outgrow_keys() {
+        let (k, v) = outgrow_row(k);
+        txn.put(t, &k, &v)?;
+    }
+    txn.commit()
+}
+
+/// Rows of `t` from the outgrowing transaction's keys, and all rows.
+fn outgrow_counts(db: &Database, t: &evenkeel::Table) -> (usize, usize) {
+    let txn = db.begin();
+    let new = outgrow_keys()
+        .iter()
+        .filter(|k| txn.get(t, &k.to_be_bytes()).unwrap().is_some())
+        .count();
+    let all = txn
+        .scan(t, Bound::Unbounded, Bound::Unbounded, false)
+        .unwrap()
+        .count();
+    (new, all)
+}
+
+/// A transaction whose apply logs far more than its commit estimated: one insert into each
+/// full leaf of a table loaded in key order splits every leaf it touches (each split logs the
+/// half page it moves). The estimate assumes amortized splits, and an applying transaction
+/// pins the checkpoint at its COMMIT, so this apply alone needs more than the whole 512 KiB
+/// log. The commit re-logs its remaining writes when its apply has spent its reservation
+/// (a continuation of its COMMIT), so the checkpoint can move on: it commits, and a crash
+/// right after recovers every row.
+#[test]
+fn an_apply_that_outgrows_its_estimate_continues_its_commit() {
+    let o = small_log_opts();
+    let (sim, db) = sim_db(o.clone());
+    let t = load_full_leaves(&db);
+    let splits = db.status().tree.page_splits;
+    let lsn = db.status().lsn;
+    commit_one_row_per_leaf(&db, &t).unwrap();
+    let st = db.status();
+    assert!(
+        st.tree.page_splits - splits > 200,
+        "the apply must split most leaves it touches: {} splits",
+        st.tree.page_splits - splits
+    );
+    assert!(
+        st.lsn - lsn > st.log_capacity_bytes,
+        "the apply must log more than the log holds: {} bytes, capacity {}",
+        st.lsn - lsn,
+        st.log_capacity_bytes
+    );
+    assert!(st.txns.commit_continuations > 0, "{:?}", st.txns);
+    drop(db);
+    sim.crash();
+    let db = Database::open_in(Arc::new(sim), o).unwrap();
+    let t = db.table("t").unwrap();
+    assert_eq!(outgrow_counts(&db, &t), (350, LOADED_ROWS as usize + 350));
+    assert_check(&db);
+}
+
+/// A power cut at every few writes or fsyncs of a commit that continues itself several times:
+/// after recovery (which re-applies from the newest continuation whose ApplyDone is missing,
+/// continuing it again where the log it re-applies into runs short)
+/// the table holds all of the transaction's rows or none, all when the commit returned, and
+/// `check` passes.
+#[test]
+fn a_power_cut_during_a_continued_commit_leaves_all_or_nothing() {
+    let o = small_log_opts();
+    let image = {
+        let (sim, db) = sim_db(o.clone());
+        load_full_leaves(&db);
+        db.close().unwrap();
+        durable_image(&sim)
+    };
+    let (mut runs, mut none, mut all, mut reapplied) = (0u64, 0u64, 0u64, 0u64);
+    let mut continued_in_recovery = 0u64;
+    let mut n = 0u64;
+    loop {
+        let sim = disk_from(&image);
+        let db = Database::open_in(Arc::new(sim.clone()), o.clone()).unwrap();
+        let t = db.table("t").unwrap();
+        sim.power_cut_after(n);
+        let acked = commit_one_row_per_leaf(&db, &t).is_ok();
+        let _ = db.flush();
+        let cut = sim.is_power_cut();
+        drop(db);
+        let db = crash_after_cut_and_reopen(&sim, n, o.clone());
+        reapplied += db.status().recovery.transactions_reapplied;
+        continued_in_recovery += u64::from(db.status().txns.commit_continuations > 0);
+        let r = db.check().unwrap();
+        assert!(r.is_ok(), "cut at write {n}: {:?}", r.problems);
+        let t = db.table("t").unwrap();
+        match outgrow_counts(&db, &t) {
+            (350, c) if c == LOADED_ROWS as usize + 350 => all += 1,
+            (0, c) if c == LOADED_ROWS as usize && !acked => none += 1,
+            got => {
+                panic!("cut at write {n}: (new rows, rows) {got:?}, commit acknowledged: {acked}")
+            }
+        }
+        runs += 1;
+        drop(db);
+        if !cut {
+            break;
+        }
+        assert!(runs < 300, "the commit never completed before the cut");
+        n += 1 + n / 12;
+    }
+    eprintln!(
+        "continued commit cut: {runs} cuts: none {none}, all {all}, re-applied {reapplied}, \
+         continued by recovery {continued_in_recovery}"
+    );
+    assert!(none > 0 && all > 1, "none {none} all {all}");
+    assert!(reapplied > 0, "no cut left a commit to re-apply");
+    assert!(
+        continued_in_recovery > 0,
+        "no recovery had to continue the commit it re-applied"
+    );
+}
