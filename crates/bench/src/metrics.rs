@@ -266,6 +266,13 @@ engine_metrics! {
     pages_written => pages_written: count "pages" from "pages_written";
     /// Pages changed while being written (each stays dirty, from the change's LSN).
     pages_redirtied_in_write => pages_redirtied_in_write: count "pages" from "pages_redirtied_in_write";
+    /// Pages user threads evicted from the LRU tail themselves to get a frame, each after a
+    /// scan of the tail under the pool instance's mutex (the free list was empty).
+    evictions_by_user => evictions_by_user: count "pages" from "evictions";
+    /// Key lock requests that waited.
+    lock_waits => lock_waits: count "waits" from "lock_waits";
+    /// Time spent waiting for key locks, summed over threads.
+    lock_wait_us => lock_wait_ms: micros "ms" from "lock_wait_us";
     /// Pages read ahead.
     read_ahead_pages => read_ahead_pages: count "pages" from "read_ahead_pages";
     /// Read-ahead pages evicted before any use.
