@@ -17,6 +17,15 @@ pub(super) type WriteKey = (u32, Vec<u8>);
 /// A transaction's writes in (table, key) order: the table and the new value (`None`: deleted).
 pub(super) type WriteSet = BTreeMap<WriteKey, (Table, Option<Vec<u8>>)>;
 
+/// The writes of `writes` as the log records them: (table id, key, new value).
+fn write_refs<'w>(
+    writes: impl Iterator<Item = (&'w WriteKey, &'w (Table, Option<Vec<u8>>))>,
+) -> Vec<record::WriteRef<'w>> {
+    writes
+        .map(|((tid, k), (_, v))| (*tid, &k[..], v.as_deref()))
+        .collect()
+}
+
 /// Share of the log capacity one COMMIT record may take.
 const MAX_COMMIT_SHARE_OF_LOG: u64 = 4;
 
@@ -24,10 +33,7 @@ const MAX_COMMIT_SHARE_OF_LOG: u64 = 4;
 /// (estimated); refused when either is over its limit.
 pub(super) fn commit_record(db: &DbInner, txn: TxnId, writes: &WriteSet) -> Result<(Vec<u8>, u64)> {
     let dur = &db.dur;
-    let ops: Vec<record::WriteRef<'_>> = writes
-        .iter()
-        .map(|((tid, k), (_, v))| (*tid, &k[..], v.as_deref()))
-        .collect();
+    let ops = write_refs(writes.iter());
     let size = record::commit_size(ops.iter().map(|o| (o.1.len(), o.2.map_or(0, <[u8]>::len))));
     let limit = (dur.log.capacity() / MAX_COMMIT_SHARE_OF_LOG).min(dur.log.max_payload() as u64);
     if size as u64 > limit {
@@ -81,9 +87,8 @@ pub fn max_writes_per_transaction(
     key_len: usize,
     value_len: usize,
 ) -> (u64, &'static str) {
-    let record_per_write = (record::commit_size(std::iter::once((key_len, value_len)))
-        - record::commit_size(std::iter::empty())) as u64;
-    let record_fixed = record::commit_size(std::iter::empty()) as u64;
+    let record_per_write = record::commit_write_size(key_len, value_len) as u64;
+    let record_fixed = record::COMMIT_FIXED_SIZE as u64;
     let record_limit = (log_capacity / MAX_COMMIT_SHARE_OF_LOG).min(max_payload as u64);
     let by_record = record_limit.saturating_sub(record_fixed) / record_per_write;
     let redo_per_write = record_per_write + apply_redo_per_write(page_size, key_len, value_len);
@@ -190,11 +195,11 @@ impl<'a> Applying<'a> {
         self.pin = range.start;
         let ps = db.pool.page_size();
         let estimate = apply_redo_estimate(ps, rest);
-        if self.room.take().is_some() {
+        if self.room.is_some() {
             // released first: a transaction may wait in admission for the room it held
+            self.room = None;
             self.room = Some(dur.admit(payload.len() as u64 + estimate)?);
-        }
-        if self.room.is_none() {
+        } else {
             // Recovery: no page cleaner runs and no reservation holds room, so this thread
             // frees the log itself, here where it holds no page latch: everything this apply
             // dirtied is written and the checkpoint moves to the new pin. (Making room at a
@@ -241,21 +246,20 @@ pub(crate) fn apply_writes<'a>(
         }
         db.dur.versions.record(cno, before);
     }
-    let ops: Vec<record::WriteRef<'_>> = writes
-        .iter()
-        .map(|((tid, k), (_, v))| (*tid, &k[..], v.as_deref()))
-        .collect();
+    let write_size = |key: &[u8], v: &Option<Vec<u8>>| {
+        record::commit_write_size(key.len(), v.as_ref().map_or(0, Vec::len)) as u64
+    };
     // bytes of a continuation of the writes from the current one on
-    let mut rest_record =
-        record::commit_size(ops.iter().map(|o| (o.1.len(), o.2.map_or(0, <[u8]>::len)))) as u64 + 8;
-    for (i, (_, (t, v))) in writes.iter().enumerate() {
-        let key = ops[i].1;
+    let mut rest_record = (record::COMMIT_FIXED_SIZE + record::CONTINUED_EXTRA_SIZE) as u64
+        + writes
+            .iter()
+            .map(|((_, k), (_, v))| write_size(k, v))
+            .sum::<u64>();
+    for (i, ((_, key), (t, v))) in writes.iter().enumerate() {
         if i > 0 && applying.must_continue(db, rest_record) {
-            applying.continue_commit(db, &ops[i..])?;
+            applying.continue_commit(db, &write_refs(writes.iter().skip(i)))?;
         }
-        rest_record -=
-            (record::commit_size(std::iter::once((key.len(), v.as_ref().map_or(0, Vec::len))))
-                - record::commit_size(std::iter::empty())) as u64;
+        rest_record -= write_size(key, v);
         if skip_applied && t.tree.get(&cx, key)? == *v {
             continue;
         }
@@ -311,12 +315,7 @@ pub(crate) fn reapply(
                 ws.insert((w.table, w.key), (t.clone(), w.value));
             }
         }
-        let ops: Vec<record::WriteRef<'_>> = ws
-            .iter()
-            .map(|((tid, k), (_, v))| (*tid, &k[..], v.as_deref()))
-            .collect();
-        let budget = apply_redo_estimate(db.pool.page_size(), &ops);
-        drop(ops);
+        let budget = apply_redo_estimate(db.pool.page_size(), &write_refs(ws.iter()));
         let mut applying = Applying::new(commit_lsn, txn, budget, None);
         apply_writes(db, &ws, None, &mut applying)?;
         let mut done = Vec::with_capacity(16);

@@ -119,7 +119,7 @@ pub(crate) fn check_records(recs: &[Record], ps: usize) {
                 let prev = match r {
                     Record::CommitContinued { prev, .. } => {
                         record::encode_commit_continued(&mut out, *prev, *txn, &refs);
-                        8
+                        record::CONTINUED_EXTRA_SIZE
                     }
                     _ => {
                         record::encode_commit(&mut out, *txn, &refs);

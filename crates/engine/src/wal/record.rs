@@ -225,9 +225,19 @@ fn encode_writes(out: &mut Vec<u8>, prev: Option<u64>, txn: u64, writes: &[Write
     out[len_at..len_at + 4].copy_from_slice(&body.to_le_bytes());
 }
 
+/// Bytes of a COMMIT record besides its writes (type, length, txn, count).
+pub const COMMIT_FIXED_SIZE: usize = 1 + 4 + 8 + 4;
+/// Bytes a CommitContinued record adds to a COMMIT of the same writes (`prev`).
+pub const CONTINUED_EXTRA_SIZE: usize = 8;
+
+/// Bytes one write of these key and value lengths takes in a COMMIT record.
+pub fn commit_write_size(key_len: usize, value_len: usize) -> usize {
+    4 + 2 + 1 + 4 + key_len + value_len
+}
+
 /// Bytes `encode_commit` will produce for writes of these key and value lengths.
 pub fn commit_size(writes: impl Iterator<Item = (usize, usize)>) -> usize {
-    1 + 4 + 8 + 4 + writes.map(|(k, v)| 4 + 2 + 1 + 4 + k + v).sum::<usize>()
+    COMMIT_FIXED_SIZE + writes.map(|(k, v)| commit_write_size(k, v)).sum::<usize>()
 }
 
 pub fn encode_apply_done(out: &mut Vec<u8>, commit_lsn: u64) {
