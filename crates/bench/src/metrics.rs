@@ -281,6 +281,11 @@ engine_metrics! {
     log_bytes_written => log_write_bytes: count "bytes" from "log_written_bytes";
     /// fsyncs of the redo log.
     log_fsyncs => log_fsyncs: count "fsyncs" from "log_fsyncs";
+    /// Time spent in fsyncs of the redo log: what durable commits waited on the device.
+    log_fsync_us => log_fsync_ms: micros "ms" from "log_fsync_us";
+    /// fsyncs of the redo log that took 20 ms or more (a device stall every committing
+    /// thread waited for).
+    log_slow_fsyncs => log_slow_fsyncs: count "fsyncs" from "log_slow_fsyncs";
     /// Commits whose old row versions are kept for read views, not yet purged (InnoDB's
     /// history list length).
     purge_lag => purge_lag: gauge(u64) "commits" from "purge_lag";

@@ -68,6 +68,8 @@ pub(crate) fn recorded() -> Vec<SampleRow> {
                 read_ahead_evicted_unused: Some(t % 3),
                 log_write_bytes: Some(2_000_000),
                 log_fsyncs: Some(300),
+                log_fsync_ms: Some(if t == 31 { 95.0 } else { 20.0 }),
+                log_slow_fsyncs: Some(u64::from(t == 31)),
                 purge_lag: Some(t % 5),
                 change_buffer_inserts: Some(30),
                 change_buffer_deletes: Some(t % 4),

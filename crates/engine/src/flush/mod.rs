@@ -197,11 +197,17 @@ impl Durability {
         )
     }
 
-    /// Admission delay (steady): a committing thread waits what the policy's curve asks at the
-    /// checkpoint age it sees now, so demand above
-    /// what the device absorbs slows commits smoothly instead of driving the log into the sync
-    /// point — and the delay follows the age between cleaner loops.
-    fn admission_delay(&self) {
+    /// Admission delay (steady): a writing transaction waits what the policy's curve asks at
+    /// the checkpoint age it sees now, so demand above what the device absorbs slows writers
+    /// smoothly instead of driving the log into the sync point — and the delay follows the age
+    /// between cleaner loops.
+    ///
+    /// A transaction serves it before it takes its first key lock (`Transaction::lock_x`),
+    /// not at commit: a delay served holding locks is served again by every transaction
+    /// queued on them, so on hot rows (TPC-C's warehouse and district rows) a 2 ms delay per
+    /// commit became convoys of a hundred milliseconds and more, and the rate control turned
+    /// into 1-second dips (docs/measurements.md, "Admission before the first lock").
+    pub fn admission_delay(&self) {
         let Some(curve) = *self.admission.read() else {
             return;
         };
@@ -259,8 +265,14 @@ impl Durability {
     /// a 4 MiB log) never found room, because small ones kept taking what the flushing freed,
     /// until the engine gave up after 30 s (found by the insert benchmark's l.x step).
     pub fn admit(&self, redo_bytes: u64) -> Result<Reservation<'_>> {
-        self.check_poison()?;
         self.admission_delay();
+        self.admit_delayed(redo_bytes)
+    }
+
+    /// [`Self::admit`] for a transaction that has served its admission delay already (before
+    /// its first lock, see [`Self::admission_delay`]): the reservation alone.
+    pub fn admit_delayed(&self, redo_bytes: u64) -> Result<Reservation<'_>> {
+        self.check_poison()?;
         self.max_dirty_foreground()?;
         let (asyncp, syncp) = self.points();
         if self.admit_waiters.load(Ordering::Acquire) == 0 {

@@ -8,6 +8,8 @@
 //! default, and snapshot), or the newest committed value per `get` and a view per scan (read
 //! committed).
 //!
+//! Under a policy with an admission curve (steady) a transaction serves its admission delay
+//! before its first key lock, so the delay never holds up transactions queued on its keys.
 //! Commit (DESIGN.md, "The write path"): admission at the flush points -> COMMIT record (the
 //! logical write set) appended -> writes applied in (table, key) order, one mtr each ->
 //! ApplyDone appended -> wait until durable as flush_log_at_trx_commit promises (group commit)
@@ -89,6 +91,8 @@ pub struct Transaction {
     /// Why the transaction was rolled back, once a retryable error ended it (set by reads
     /// too, which borrow the transaction shared).
     aborted: parking_lot::Mutex<Option<String>>,
+    /// Whether it has served its admission delay (before its first key lock).
+    admitted: bool,
 }
 
 impl Drop for Transaction {
@@ -127,6 +131,7 @@ impl Transaction {
             isolation,
             view: OnceLock::new(),
             aborted: parking_lot::Mutex::new(None),
+            admitted: false,
         }
     }
 
@@ -239,6 +244,12 @@ impl Transaction {
     }
 
     fn lock_x(&mut self, t: &Table, key: &[u8]) -> Result<()> {
+        if !self.admitted {
+            // The admission delay, while this transaction holds no lock: served at commit it
+            // would hold up every transaction queued on this one's keys as well.
+            self.admitted = true;
+            self.db.dur.admission_delay();
+        }
         let timeout = self
             .lock_wait_timeout
             .unwrap_or_else(|| self.db.dur.knobs.read().lock_wait_timeout);
@@ -460,7 +471,11 @@ impl Transaction {
         // and what the first apply wrote (its COMMIT pins the checkpoint): it has room because
         // it skips the writes already in place (see `apply::reapply`), so it logs at most what
         // this reservation still held unspent.
-        let room = dur.admit(redo)?;
+        let room = if self.admitted {
+            dur.admit_delayed(redo)?
+        } else {
+            dur.admit(redo)?
+        };
         let range = {
             let (range, _fence) = dur.space.append_fenced(&payload)?;
             dur.space.begin_applying(range.start);

@@ -19,6 +19,12 @@ crate::counter::counter_group! {
         writes: "writes",
         /// fsync calls on log files, checkpoint slot writes included.
         fsyncs: "fsyncs",
+        /// Time spent in fsyncs of the log files written by flushes (not the checkpoint
+        /// slots'): what durable commits wait on the device.
+        fsync_us: "us",
+        /// Of those fsyncs, the ones that took 20 ms or more ([`SLOW_FSYNC_US`]): a commit
+        /// stall the device caused, which shows in the second's throughput.
+        slow_fsyncs: "fsyncs",
         /// Flushes that did I/O (each one a group commit: one leader, any number of waiters).
         flushes: "flushes",
         /// `flush_to` calls.
@@ -44,6 +50,11 @@ crate::counter::counter_group! {
         checkpoints: "slots",
     }
 }
+
+/// A log fsync this long or longer counts as slow (`log_slow_fsyncs`): about ten times what
+/// a log fsync takes on a device that is keeping up, and long enough to show at 1-second
+/// resolution when every committing thread waits for it.
+pub const SLOW_FSYNC_US: u64 = 20_000;
 
 impl Counters {
     pub fn add(&self, c: &AtomicU64, n: u64) {

@@ -466,8 +466,14 @@ impl Log {
             for (i, needed) in to_sync.iter().enumerate() {
                 if *needed {
                     // IMPORTANT (W2): never retried; a failure poisons the log (W7).
+                    let t = std::time::Instant::now();
                     ring.file(i)?.sync()?;
+                    let us = t.elapsed().as_micros() as u64;
                     c.add(&c.fsyncs, 1);
+                    c.add(&c.fsync_us, us);
+                    if us >= super::stats::SLOW_FSYNC_US {
+                        c.add(&c.slow_fsyncs, 1);
+                    }
                 }
             }
         }

@@ -287,3 +287,46 @@ fn steady_commits_wait_for_the_cleaner_where_classic_ones_flush() {
         steady.flush.room_waits
     );
 }
+
+/// steady's admission delay is served before a transaction's first key lock, never later: a
+/// delay served holding locks would be served again by every transaction queued on them. One
+/// writer into a 2 x 512 KiB log (so the curve asks delays): the curve's delays (admission
+/// delays less room waits, which a commit may still wait for log space) counted between a
+/// transaction's first write and the end of its commit are none, while the run as a whole
+/// served some.
+#[test]
+fn the_admission_delay_is_served_before_the_first_lock() {
+    let mut o = opts(4096, 256 * 4096);
+    o.set("log_file_size", "512K").unwrap();
+    o.set("adaptive_flushing", "steady").unwrap();
+    o.set("io_capacity", "100").unwrap();
+    let (_sim, db) = sim_db(o);
+    let t = db.create_table("t").unwrap();
+    let curve_delays = |db: &Database| {
+        let f = db.status().flush;
+        f.admission_delays - f.room_waits
+    };
+    let mut after_first_lock = 0;
+    for n in 0..400u64 {
+        let mut txn = db.begin();
+        txn.put(&t, &key16(n * 7_919 % 30_000), &val(n, 200))
+            .unwrap();
+        let locked = curve_delays(&db);
+        for i in 1..40 {
+            let k = (n * 7_919 + i * 104_729) % 30_000;
+            txn.put(&t, &key16(k), &val(n, 200)).unwrap();
+        }
+        txn.commit().unwrap();
+        after_first_lock += curve_delays(&db) - locked;
+    }
+    assert_check(&db);
+    let served = curve_delays(&db);
+    assert!(
+        served > 0,
+        "the log never ran past steady's set point: no delay to place"
+    );
+    assert_eq!(
+        after_first_lock, 0,
+        "{after_first_lock} of {served} admission delays were served holding key locks"
+    );
+}
