@@ -168,6 +168,12 @@ pub struct MatrixRun {
     pub p1_over_mean: f64,
     pub detrended_p1_over_mean: f64,
     pub detrended_seconds_below_half: u64,
+    /// Seconds the device stalled (the probe's durable write took 100 ms or more).
+    #[serde(default)]
+    pub device_stall_seconds: Option<u64>,
+    /// The detrended p1/mean over the seconds the device did not stall.
+    #[serde(default)]
+    pub detrended_p1_over_mean_device_ok: Option<f64>,
     pub seconds: u64,
     pub out_dir: PathBuf,
 }
@@ -213,6 +219,15 @@ impl MatrixCell {
                     detrended_p1_over_mean: m(&|r| r.detrended_p1_over_mean),
                     detrended_seconds_below_half: m(&|r| r.detrended_seconds_below_half as f64)
                         .round() as u64,
+                    device_stall_seconds: runs
+                        .iter()
+                        .map(|r| r.device_stall_seconds)
+                        .sum::<Option<u64>>(),
+                    detrended_p1_over_mean_device_ok: runs
+                        .iter()
+                        .map(|r| r.detrended_p1_over_mean_device_ok)
+                        .collect::<Option<Vec<f64>>>()
+                        .map(median),
                     seconds: runs.iter().map(|r| r.seconds).sum(),
                     out_dir: runs[0].out_dir.clone(),
                 })
@@ -476,6 +491,8 @@ pub fn run_matrix(a: &MatrixArgs) -> BenchResult<MatrixOutput> {
                     },
                     detrended_p1_over_mean: s.detrended_p1_over_mean,
                     detrended_seconds_below_half: s.detrended_seconds_below_half,
+                    device_stall_seconds: s.device_stall_seconds,
+                    detrended_p1_over_mean_device_ok: s.detrended_p1_over_mean_device_ok,
                     seconds: s.duration_s as u64,
                     out_dir: r.out_dir.clone(),
                 }
@@ -562,6 +579,22 @@ pub fn render_text(policies: &[String], cells: &[MatrixCell]) -> String {
         ),
         &|r| format!("{:.3}", r.detrended_p1_over_mean),
         true,
+    );
+    table(
+        &mut o,
+        "detrended p1/mean over the seconds the device did not stall (a durable 4 KiB write \
+         under 100 ms): how level each policy ran where the storage let it",
+        &|r| {
+            r.detrended_p1_over_mean_device_ok
+                .map_or("-".into(), |v| format!("{v:.3}"))
+        },
+        false,
+    );
+    table(
+        &mut o,
+        "seconds the device stalled (summed over rounds)",
+        &|r| r.device_stall_seconds.map_or("-".into(), |v| v.to_string()),
+        false,
     );
     table(
         &mut o,
@@ -656,6 +689,8 @@ mod tests {
             p1_over_mean: d,
             detrended_p1_over_mean: d,
             detrended_seconds_below_half: 0,
+            device_stall_seconds: None,
+            detrended_p1_over_mean_device_ok: None,
             seconds: 30,
             out_dir: PathBuf::new(),
         };
@@ -688,6 +723,8 @@ mod tests {
             p1_over_mean: d,
             detrended_p1_over_mean: d,
             detrended_seconds_below_half: 0,
+            device_stall_seconds: Some(round as u64),
+            detrended_p1_over_mean_device_ok: Some(d + 0.01),
             seconds: 30,
             out_dir: PathBuf::new(),
         };
@@ -707,6 +744,8 @@ mod tests {
         assert_eq!(steady.round, 0);
         assert!((steady.detrended_p1_over_mean - 0.91).abs() < 1e-9);
         assert_eq!(steady.seconds, 60);
+        assert_eq!(steady.device_stall_seconds, Some(3));
+        assert!((steady.detrended_p1_over_mean_device_ok.unwrap_or(0.0) - 0.92).abs() < 1e-9);
         assert_eq!(
             cell.best_classic().map(|b| b.0).as_deref(),
             Some("innodb80")

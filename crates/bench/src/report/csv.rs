@@ -62,6 +62,8 @@ columns!(
     dev_writes,
     dev_read_bytes,
     dev_write_bytes,
+    dev_wait_ms,
+    device_probe_ms,
     size_bytes,
     load_avg_1m,
     other_cpu_pct,

@@ -155,6 +155,34 @@ pub fn charts(s: &Summary, rows: &[SampleRow]) -> Vec<Chart> {
             pts(rows, |r| r.engine.log_write_bytes.map(mb)),
         ))
         .with(Series::new("fsyncs", pts(rows, |r| count(r.engine.log_fsyncs))).right());
+    // A second whose throughput fell with these up was the device's, not the engine's: the
+    // device's queue time counts every process's requests, the log fsync time what durable
+    // commits waited.
+    let device = Chart::new(
+        "Waiting on the device",
+        "seconds",
+        "ms (per second for sums)",
+    )
+    .y2("slow log fsyncs / s")
+    .with(Series::new(
+        "probe: slowest durable 4 KiB write",
+        pts(rows, |r| r.device_probe_ms),
+    ))
+    .with(Series::new(
+        "device queue and service, all requests",
+        pts(rows, |r| r.dev_wait_ms.map(|v| v as f64)),
+    ))
+    .with(Series::new(
+        "log fsync",
+        pts(rows, |r| r.engine.log_fsync_ms),
+    ))
+    .with(
+        Series::new(
+            "log fsyncs of 20 ms or more",
+            pts(rows, |r| count(r.engine.log_slow_fsyncs)),
+        )
+        .right(),
+    );
     let lat = Chart::new(&format!("Latency per second ({op})"), "seconds", "ms")
         .with(Series::new("p50", pts(rows, |r| Some(r.lat_p50_ms))))
         .with(Series::new("p95", pts(rows, |r| Some(r.lat_p95_ms))))
@@ -182,7 +210,7 @@ pub fn charts(s: &Summary, rows: &[SampleRow]) -> Vec<Chart> {
         .last()
         .map(|r| r.t_s as f64);
     [
-        tput, tput10, age, flushed, stalls, io, reads, redo, lat, cpu,
+        tput, tput10, age, flushed, stalls, io, reads, redo, device, lat, cpu,
     ]
     .into_iter()
     .map(|mut c| {

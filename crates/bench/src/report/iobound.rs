@@ -194,6 +194,8 @@ mod tests {
             dev_read_bytes: Some(io_read_bytes + 4096),
             dev_writes: Some(100),
             dev_write_bytes: Some(3 * 1_048_576),
+            dev_wait_ms: Some(250),
+            device_probe_ms: Some(1.5),
             ..SampleRow::default()
         }
     }

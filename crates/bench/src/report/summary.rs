@@ -15,8 +15,11 @@ use serde::{Deserialize, Serialize};
 use super::iobound::{parse_size, IoFigures};
 use crate::metrics::{Kind, METRICS};
 use crate::recorder::KindSummary;
+use crate::sampler::probe::DEVICE_STALL_MS;
 use crate::sampler::SampleRow;
-use crate::stability::{detrended, stability, Stability};
+use crate::stability::{
+    detrended, relative_to_rolling_median, stability, Stability, DETREND_WINDOW_S,
+};
 
 /// One step of the insert benchmark.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -71,6 +74,15 @@ pub struct Summary {
     pub detrended_min_over_mean: f64,
     #[serde(default)]
     pub detrended_seconds_below_half: u64,
+    /// Measured seconds in which the device probe took 100 ms or more (`sampler::probe`):
+    /// the device held every durable commit back, whatever the engine did. None without a
+    /// probe.
+    #[serde(default)]
+    pub device_stall_seconds: Option<u64>,
+    /// The detrended p1/mean over the measured seconds without a device stall (the rolling
+    /// median still over every second): how level the engine ran where the device let it.
+    #[serde(default)]
+    pub detrended_p1_over_mean_device_ok: Option<f64>,
     pub checkpoint_age_max_pct: Option<f64>,
     pub checkpoint_age_max_bytes: Option<u64>,
     pub dirty_pct_mean: Option<f64>,
@@ -223,6 +235,25 @@ impl Summary {
         let st: Stability = stability(&series);
         let dt = detrended(&series);
         let over_mean = |x: f64| if dt.mean > 0.0 { x / dt.mean } else { 0.0 };
+        let stalled: Option<Vec<bool>> = m
+            .iter()
+            .map(|r| r.device_probe_ms.map(|ms| ms >= DEVICE_STALL_MS))
+            .collect();
+        let device_ok = stalled.as_ref().map(|stalled| {
+            let rel = relative_to_rolling_median(&series, DETREND_WINDOW_S);
+            let ok: Vec<f64> = rel
+                .iter()
+                .zip(stalled)
+                .filter(|(_, s)| !**s)
+                .map(|(v, _)| *v)
+                .collect();
+            let st = stability(&ok);
+            if st.mean > 0.0 {
+                st.p1 / st.mean
+            } else {
+                0.0
+            }
+        });
         let secs = m.len().max(1) as f64;
         let ops: u64 = m.iter().map(|r| r.ops).sum();
         let per_op = |x: f64| if ops == 0 { 0.0 } else { x / ops as f64 };
@@ -308,6 +339,10 @@ impl Summary {
             detrended_p1_over_mean: over_mean(dt.p1),
             detrended_min_over_mean: over_mean(dt.min),
             detrended_seconds_below_half: dt.seconds_below_half_mean,
+            device_stall_seconds: stalled
+                .as_ref()
+                .map(|s| s.iter().filter(|x| **x).count() as u64),
+            detrended_p1_over_mean_device_ok: device_ok,
             checkpoint_age_max_pct: m
                 .iter()
                 .filter_map(|r| r.engine.checkpoint_age_pct)
@@ -449,6 +484,14 @@ pub const COLUMN_NOTES: &[(&str, &str)] = &[
         "s < 1/2 (30 s median)",
         "seconds under half their 30-second rolling median (the holes)",
     ),
+    (
+        "device stall s",
+        "seconds in which a durable 4 KiB write beside the data (the device probe, every 10 ms) took 100 ms or more: the storage held every durable commit back, whatever the engine",
+    ),
+    (
+        "p1/mean (30 s median, device ok)",
+        "p1/mean (30 s median) over the seconds without a device stall: how level the engine ran where the storage let it",
+    ),
 ];
 
 /// The note for column `name` (see [`COLUMN_NOTES`]).
@@ -500,8 +543,14 @@ pub fn stability_line(what: &str, s: &Summary) -> String {
     } else {
         0.0
     };
+    let device = match (s.device_stall_seconds, s.detrended_p1_over_mean_device_ok) {
+        (Some(n), Some(ok)) => format!(
+            "; the device stalled (a durable 4 KiB write took {DEVICE_STALL_MS:.0} ms or more) in {n} seconds, p1/mean against the rolling median without them {ok:.2}"
+        ),
+        _ => String::new(),
+    };
     format!(
-        "stability ({what}): mean {:.1}, p1 {:.1} ({p1_over_mean:.2} of the mean), min {:.1}, cv {:.3}, seconds below half mean {}, zero seconds {}, longest zero run {}; against the 30 s rolling median: p1/mean {:.2}, min {:.2}, seconds below half {}",
+        "stability ({what}): mean {:.1}, p1 {:.1} ({p1_over_mean:.2} of the mean), min {:.1}, cv {:.3}, seconds below half mean {}, zero seconds {}, longest zero run {}; against the 30 s rolling median: p1/mean {:.2}, min {:.2}, seconds below half {}{device}",
         s.throughput_mean,
         s.throughput_p1,
         s.throughput_min,

@@ -79,6 +79,8 @@ pub fn render(workload: &str, vary: &str, runs: &[SweepRun]) -> String {
                 "p1/mean",
                 "p1/mean (30 s median)",
                 "s < 1/2 (30 s median)",
+                "device stall s",
+                "p1/mean (30 s median, device ok)",
                 "tpmC",
                 "flush policy",
                 "max ckpt age %",
@@ -110,6 +112,10 @@ pub fn render(workload: &str, vary: &str, runs: &[SweepRun]) -> String {
             ),
             format!("{:.2}", s.detrended_p1_over_mean),
             s.detrended_seconds_below_half.to_string(),
+            s.device_stall_seconds
+                .map_or("-".to_string(), |v| v.to_string()),
+            s.detrended_p1_over_mean_device_ok
+                .map_or("-".to_string(), |v| format!("{v:.2}")),
             s.tpmc.map_or("-".into(), |t| format!("{t:.0}")),
             s.flush_policy.clone().unwrap_or_else(|| "-".into()),
             opt(s.checkpoint_age_max_pct),
@@ -173,6 +179,11 @@ pub fn render(workload: &str, vary: &str, runs: &[SweepRun]) -> String {
         ("Foreground stall ms per second", "ms", |x: &SampleRow| {
             x.engine.stall_ms
         }),
+        (
+            "Device probe: the slowest durable 4 KiB write of each second (100 ms or more: a device stall)",
+            "ms",
+            |x: &SampleRow| x.device_probe_ms,
+        ),
     ] {
         let mut c = Chart::new(title, "seconds", unit);
         let mut any = false;

@@ -7,6 +7,7 @@
 //! so a busy neighbour can be told from the engine.
 //! Rows are what timeseries.csv, the report and the stability figures use.
 
+pub mod probe;
 pub mod proc;
 
 use std::path::PathBuf;
@@ -19,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use crate::driver::{Driver, EngineStats};
 use crate::metrics::EngineInterval;
 use crate::recorder::Recorder;
+use probe::DeviceProbe;
 use proc::{dir_size, DiskCounters, MachineCounters, ProcCounters, ProcReader};
 
 /// The recorders of all client threads of a run, plus what the sampler needs to label them.
@@ -109,6 +111,15 @@ pub struct SampleRow {
     pub dev_writes: Option<u64>,
     pub dev_read_bytes: Option<u64>,
     pub dev_write_bytes: Option<u64>,
+    /// Milliseconds the device's requests spent queued or in service in the interval, summed
+    /// over requests (/proc/diskstats' weighted time, all processes): a device that stalls
+    /// shows here as a jump, whatever the engine, so a slow second can be told to be the
+    /// device's or the engine's.
+    pub dev_wait_ms: Option<u64>,
+    /// The slowest 4 KiB write made durable (write + fdatasync) beside the data in the
+    /// interval, ms; the probe writes every 10 ms (`sampler::probe`). 100 ms or more is a
+    /// device stall: durable commits on any engine waited that long.
+    pub device_probe_ms: Option<f64>,
     pub size_bytes: Option<u64>,
     /// The machine's 1-minute load average at the end of the interval.
     pub load_avg_1m: Option<f64>,
@@ -131,11 +142,17 @@ pub struct Sampler {
     machine_before: Option<MachineCounters>,
     reader: ProcReader,
     data_dir: Option<PathBuf>,
+    probe: Option<DeviceProbe>,
 }
 
 impl Sampler {
     pub fn new(driver: &dyn Driver, clients: &Clients, data_dir: Option<PathBuf>) -> Self {
         let reader = ProcReader::new(data_dir.as_deref()).with_server(driver.server_pid());
+        // beside the data directory, not in it: an engine owns its directory
+        let probe = data_dir
+            .as_deref()
+            .and_then(|d| d.parent())
+            .and_then(DeviceProbe::start);
         let now = Instant::now();
         Sampler {
             started: now,
@@ -148,6 +165,7 @@ impl Sampler {
             machine_before: reader.machine(),
             reader,
             data_dir,
+            probe,
         }
     }
 
@@ -230,6 +248,11 @@ impl Sampler {
                 d.write_bytes
                     .saturating_sub(self.disk_before.map_or(0, |b| b.write_bytes))
             }),
+            dev_wait_ms: disk.map(|d| {
+                d.weighted_ms
+                    .saturating_sub(self.disk_before.map_or(0, |b| b.weighted_ms))
+            }),
+            device_probe_ms: self.probe.as_ref().and_then(DeviceProbe::take_max_ms),
             size_bytes: self.data_dir.as_deref().map(dir_size),
             load_avg_1m: machine.map(|m| m.load_avg_1m),
             other_cpu_pct,

@@ -40,6 +40,9 @@ pub struct DiskCounters {
     pub read_bytes: u64,
     pub writes: u64,
     pub write_bytes: u64,
+    /// Milliseconds requests spent at the device (queued or in service), summed over requests:
+    /// /proc/diskstats' weighted time.
+    pub weighted_ms: u64,
 }
 
 /// utime + stime in seconds from /proc/self/stat text.
@@ -112,6 +115,7 @@ pub fn parse_diskstats(text: &str, pick: &dyn Fn(u64, u64, &str) -> bool) -> Opt
         sum.read_bytes += n(5) * SECTOR_BYTES;
         sum.writes += n(7);
         sum.write_bytes += n(9) * SECTOR_BYTES;
+        sum.weighted_ms += n(13);
         found = true;
     }
     found.then_some(sum)
@@ -240,7 +244,7 @@ mod tests {
         );
         let io = "rchar: 1\nwchar: 2\nsyscr: 3\nsyscw: 4\nread_bytes: 4096\nwrite_bytes: 8192\ncancelled_write_bytes: 0\n";
         assert_eq!(parse_io(io), Some((4096, 8192)));
-        let ds = "   8       0 sda 100 0 800 0 50 0 400 0 0 0 0\n   8       1 sda1 90 0 700 0 40 0 300 0 0 0 0\n";
+        let ds = "   8       0 sda 100 0 800 0 50 0 400 0 0 0 70\n   8       1 sda1 90 0 700 0 40 0 300 0 0 0 60\n";
         let c = parse_diskstats(ds, &|_, _, n| n == "sda").expect("sda");
         assert_eq!(
             c,
@@ -248,7 +252,8 @@ mod tests {
                 reads: 100,
                 read_bytes: 800 * 512,
                 writes: 50,
-                write_bytes: 400 * 512
+                write_bytes: 400 * 512,
+                weighted_ms: 70,
             }
         );
         assert!(parse_diskstats(ds, &|_, _, n| n == "nvme0n1").is_none());

@@ -84,6 +84,8 @@ pub(crate) fn recorded() -> Vec<SampleRow> {
             dev_writes: Some(100),
             dev_read_bytes: Some(40_960),
             dev_write_bytes: Some(3_604_480),
+            dev_wait_ms: Some(if t == 31 { 9_000 } else { 300 }),
+            device_probe_ms: Some(if t == 31 { 400.0 } else { 2.0 }),
             size_bytes: Some(1_000_000_000),
             load_avg_1m: Some(1.5 + (t % 3) as f64),
             other_cpu_pct: Some(if (40..45).contains(&t) { 150.0 } else { 10.0 }),
@@ -146,7 +148,7 @@ fn report_renders_from_recorded_series_and_svg_parses() {
         assert!(page.contains(&format!("<th>{col}</th>")), "column {col}");
     }
     let charts = svgs(&page);
-    assert_eq!(charts.len(), 10);
+    assert_eq!(charts.len(), 11);
     let mut titles = Vec::new();
     for svg in &charts {
         let doc = roxmltree::Document::parse(svg).expect("svg is well-formed XML");
@@ -448,4 +450,36 @@ fn results_dir_round_trips() {
     let (back, rows_back) = read_results(dir.path()).expect("read back");
     assert_eq!(back, s);
     assert_eq!(rows_back, rows);
+}
+
+/// Seconds in which the device probe took 100 ms or more are counted as device stalls, and the
+/// device-ok figure leaves them out: a hole the storage made does not count against the engine
+/// there, while the plain and detrended figures still show it.
+#[test]
+fn device_stalls_are_counted_and_set_apart() {
+    let mut rows = recorded();
+    for r in &mut rows {
+        r.device_probe_ms = Some(if (30..33).contains(&r.t_s) {
+            250.0
+        } else {
+            3.0
+        });
+    }
+    let s = Summary::from_rows("tpcc", "evenkeel", Default::default(), "New-Order", &rows);
+    assert_eq!(s.device_stall_seconds, Some(3));
+    assert_eq!(s.detrended_p1_over_mean, 0.0, "the hole still shows");
+    let ok = s.detrended_p1_over_mean_device_ok.expect("probed");
+    assert!(
+        ok > 0.9,
+        "without the device's seconds the run is level: {ok}"
+    );
+    let line = evenkeel_bench::report::summary::stability_line("New-Order/s", &s);
+    assert!(line.contains("the device stalled"), "{line}");
+    // no probe, no figure
+    for r in &mut rows {
+        r.device_probe_ms = None;
+    }
+    let s = Summary::from_rows("tpcc", "evenkeel", Default::default(), "New-Order", &rows);
+    assert_eq!(s.device_stall_seconds, None);
+    assert_eq!(s.detrended_p1_over_mean_device_ok, None);
 }

@@ -196,9 +196,11 @@ impl<'a> Applying<'a> {
         let ps = db.pool.page_size();
         let estimate = apply_redo_estimate(ps, rest);
         if self.room.is_some() {
-            // released first: a transaction may wait in admission for the room it held
+            // released first: a transaction may wait in admission for the room it held. No
+            // admission delay: the transaction served it before its first lock, and it holds
+            // its locks now.
             self.room = None;
-            self.room = Some(dur.admit(payload.len() as u64 + estimate)?);
+            self.room = Some(dur.admit_delayed(payload.len() as u64 + estimate)?);
         } else {
             // Recovery: no page cleaner runs and no reservation holds room, so this thread
             // frees the log itself, here where it holds no page latch: everything this apply
