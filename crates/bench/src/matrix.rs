@@ -446,37 +446,40 @@ pub fn run_matrix(a: &MatrixArgs) -> BenchResult<MatrixOutput> {
         let slug = cell.name.replace('/', "_");
         let cell_data = data.path.join(&slug);
         let cell_out = out_dir.join(&slug);
-        let line = cell_command(
-            cell,
-            a,
-            &cell_data.display().to_string(),
-            &cell_out.display().to_string(),
-        );
+        // One sweep per round, each into its own results directory when there are several;
+        // every command is parsed before the template is loaded, so a bad one costs no load.
+        let sweep_line = |out: &Path| {
+            cell_command(
+                cell,
+                a,
+                &cell_data.display().to_string(),
+                &out.display().to_string(),
+            )
+        };
+        let line = sweep_line(&cell_out);
         if !a.quiet {
             eprintln!("matrix: {}: evenkeel sweep {line}", cell.name);
         }
-        let parsed = SweepLine::try_parse_from(line.split_whitespace())
-            .map_err(|e| BenchError::Usage(format!("matrix cell {}: {e}", cell.name)))?;
+        let sweeps = (1..=a.rounds)
+            .map(|round| {
+                let out = if a.rounds == 1 {
+                    cell_out.clone()
+                } else {
+                    cell_out.join(format!("round-{round}"))
+                };
+                SweepLine::try_parse_from(sweep_line(&out).split_whitespace())
+                    .map(|parsed| (round, parsed.cmd))
+                    .map_err(|e| BenchError::Usage(format!("matrix cell {}: {e}", cell.name)))
+            })
+            .collect::<BenchResult<Vec<_>>>()?;
         load_template(cell, a, &cell_data, &cell_out)?;
         let mut runs = Vec::new();
-        for round in 1..=a.rounds {
-            let sweep = if a.rounds == 1 {
-                run_sweep(&parsed.cmd)?
-            } else {
-                let round_out = cell_out.join(format!("round-{round}"));
-                let line = cell_command(
-                    cell,
-                    a,
-                    &cell_data.display().to_string(),
-                    &round_out.display().to_string(),
-                );
-                if !a.quiet {
-                    eprintln!("matrix: {}: round {round} of {}", cell.name, a.rounds);
-                }
-                let parsed = SweepLine::try_parse_from(line.split_whitespace())
-                    .map_err(|e| BenchError::Usage(format!("matrix cell {}: {e}", cell.name)))?;
-                run_sweep(&parsed.cmd)?
-            };
+        for (round, cmd) in &sweeps {
+            let round = *round;
+            if a.rounds > 1 && !a.quiet {
+                eprintln!("matrix: {}: round {round} of {}", cell.name, a.rounds);
+            }
+            let sweep = run_sweep(cmd)?;
             remove_copies(&cell_data)?;
             runs.extend(sweep.runs.iter().zip(&a.policies).map(|(r, policy)| {
                 let s = &r.summary;

@@ -17,9 +17,7 @@ use crate::metrics::{Kind, METRICS};
 use crate::recorder::KindSummary;
 use crate::sampler::probe::DEVICE_STALL_MS;
 use crate::sampler::SampleRow;
-use crate::stability::{
-    detrended, relative_to_rolling_median, stability, Stability, DETREND_WINDOW_S,
-};
+use crate::stability::{relative_to_rolling_median, stability, Stability, DETREND_WINDOW_S};
 
 /// One step of the insert benchmark.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -233,14 +231,15 @@ impl Summary {
         let m: Vec<&SampleRow> = rows.iter().filter(|r| !r.excluded).collect();
         let series: Vec<f64> = m.iter().map(|r| r.ops as f64).collect();
         let st: Stability = stability(&series);
-        let dt = detrended(&series);
+        // `stability::detrended`, with the relative series kept for the device-ok figure
+        let rel = relative_to_rolling_median(&series, DETREND_WINDOW_S);
+        let dt = stability(&rel);
         let over_mean = |x: f64| if dt.mean > 0.0 { x / dt.mean } else { 0.0 };
         let stalled: Option<Vec<bool>> = m
             .iter()
             .map(|r| r.device_probe_ms.map(|ms| ms >= DEVICE_STALL_MS))
             .collect();
         let device_ok = stalled.as_ref().map(|stalled| {
-            let rel = relative_to_rolling_median(&series, DETREND_WINDOW_S);
             let ok: Vec<f64> = rel
                 .iter()
                 .zip(stalled)
