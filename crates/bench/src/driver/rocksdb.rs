@@ -32,7 +32,7 @@ use std::sync::Arc;
 
 use parking_lot::RwLock;
 use rocksdb::{
-    BlockBasedOptions, Cache, DBCompressionType, ErrorKind, MultiThreaded, Options, ReadOptions,
+    BlockBasedOptions, Cache, ColumnFamilyDescriptor, DBCompressionType, ErrorKind, MultiThreaded, Options, ReadOptions,
     Transaction, TransactionDB, TransactionDBOptions, TransactionOptions, WriteOptions,
 };
 
@@ -180,8 +180,12 @@ impl RocksDriver {
         };
         let mut txn_db = TransactionDBOptions::default();
         txn_db.set_txn_lock_timeout(settings.lock_wait_ms);
-        let cfs: Vec<(String, Options)> = existing.into_iter().map(|n| (n, opts.clone())).collect();
-        let db: Db = Db::open_cf(&opts, &txn_db, &path, cfs.iter().map(|(n, _)| n))
+        // With descriptors, not names: `open_cf` by name opens each column family with
+        // RocksDB's default options (an 8 MiB block cache, 4 KiB blocks, no bloom filter).
+        let cfs = existing
+            .into_iter()
+            .map(|n| ColumnFamilyDescriptor::new(n, opts.clone()));
+        let db: Db = Db::open_cf_descriptors(&opts, &txn_db, &path, cfs)
             .map_err(|e| BenchError::Driver(map_err(e)))?;
         Ok(RocksDriver {
             db: Arc::new(db),
@@ -266,6 +270,7 @@ impl Driver for RocksDriver {
             txn: Some(txn),
             db: self.db.clone(),
             tables: self.tables.read().clone(),
+            wrote: false,
         }))
     }
 
@@ -349,6 +354,8 @@ struct RocksTxn {
     txn: Option<Transaction<'static, Db>>,
     db: Arc<Db>,
     tables: Arc<Vec<Option<String>>>,
+    /// Whether a put or delete ran: a transaction without one ends by rollback, not commit.
+    wrote: bool,
 }
 
 impl RocksTxn {
@@ -397,10 +404,12 @@ impl DriverTxn for RocksTxn {
     }
 
     fn put(&mut self, t: TableId, key: &[u8], value: &[u8]) -> DriverResult<()> {
+        self.wrote = true;
         self.run(t, |x, cf| x.put_cf(cf, key, value))
     }
 
     fn delete(&mut self, t: TableId, key: &[u8]) -> DriverResult<()> {
+        self.wrote = true;
         self.run(t, |x, cf| x.delete_cf(cf, key))
     }
 
@@ -456,6 +465,13 @@ impl DriverTxn for RocksTxn {
         let txn = self.txn.take().ok_or_else(|| {
             DriverError::fatal("rocksdb: commit of a transaction that already ended")
         })?;
+        if !self.wrote {
+            // RocksDB's commit writes (and, with sync, fsyncs) a WAL record even for an empty
+            // write batch; a read-only transaction has nothing to make durable, so it ends as
+            // MyRocks ends one: by rollback, which releases its locks and writes nothing.
+            txn.rollback().map_err(map_err)?;
+            return Ok(());
+        }
         txn.commit().map_err(map_err)
     }
 
@@ -476,6 +492,43 @@ impl Drop for RocksTxn {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The block-size line of `cf`'s table options in the newest OPTIONS file RocksDB wrote.
+    fn block_size_in_options_file(dir: &Path, cf: &str) -> Option<String> {
+        let newest = std::fs::read_dir(dir.join("rocksdb"))
+            .ok()?
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| n.starts_with("OPTIONS-"))
+            .max_by_key(|n| n[8..].parse::<u64>().unwrap_or(0))?;
+        let text = std::fs::read_to_string(dir.join("rocksdb").join(newest)).ok()?;
+        let section = format!("[TableOptions/BlockBasedTable \"{cf}\"]");
+        let body = &text[text.find(&section)? + section.len()..];
+        let body = &body[..body.find("\n[").unwrap_or(body.len())];
+        body.lines()
+            .map(str::trim)
+            .find(|l| l.starts_with("block_size="))
+            .map(str::to_string)
+    }
+
+    /// A reopened database gets the configured table options on every column family, not
+    /// RocksDB's defaults (which `open_cf` by name would give it).
+    #[test]
+    fn a_reopened_database_keeps_its_options() {
+        let dir = tempfile::tempdir().unwrap();
+        let set = [("page_size".to_string(), "8K".to_string())];
+        {
+            let d = RocksDriver::open(dir.path(), None, &set).unwrap();
+            d.open_table("kv", true).unwrap();
+        }
+        let created = block_size_in_options_file(dir.path(), "t.kv");
+        assert_eq!(created.as_deref(), Some("block_size=8192"));
+        {
+            let d = RocksDriver::open(dir.path(), None, &set).unwrap();
+            d.open_table("kv", false).unwrap();
+        }
+        let reopened = block_size_in_options_file(dir.path(), "t.kv");
+        assert_eq!(reopened.as_deref(), Some("block_size=8192"));
+    }
 
     #[test]
     fn reads_tickers() {
