@@ -355,7 +355,13 @@ impl Drop for View {
             .counters
             .views_open
             .fetch_sub(1, Ordering::Relaxed);
-        self.store.purge();
+        // Nothing kept, nothing to purge. Read after this view left the clock: a commit whose
+        // versions were published before that (under the chains lock, before its end_commit
+        // took the clock) shows here; one published later purges them itself at its
+        // end_commit, which no longer counts this view.
+        if self.store.counters.purge_lag.load(Ordering::Acquire) > 0 {
+            self.store.purge();
+        }
     }
 }
 

@@ -296,8 +296,11 @@ impl Transaction {
         self.usable()?;
         t.check_usable(&self.db)?;
         self.check_key(key)?;
-        if let Some((_, v)) = self.writes.get(&(t.id(), key.to_vec())) {
-            return Ok(v.clone());
+        // (the lookup key is an owned copy: skipped for a transaction that wrote nothing)
+        if !self.writes.is_empty() {
+            if let Some((_, v)) = self.writes.get(&(t.id(), key.to_vec())) {
+                return Ok(v.clone());
+            }
         }
         if !self.isolation.holds_view() {
             return t.tree.get(&self.db.ctx(), key);
