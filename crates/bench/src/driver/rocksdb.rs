@@ -32,8 +32,9 @@ use std::sync::Arc;
 
 use parking_lot::RwLock;
 use rocksdb::{
-    BlockBasedOptions, Cache, ColumnFamilyDescriptor, DBCompressionType, ErrorKind, MultiThreaded, Options, ReadOptions,
-    Transaction, TransactionDB, TransactionDBOptions, TransactionOptions, WriteOptions,
+    BlockBasedOptions, Cache, ColumnFamilyDescriptor, DBCompressionType, ErrorKind, MultiThreaded,
+    Options, ReadOptions, Transaction, TransactionDB, TransactionDBOptions, TransactionOptions,
+    WriteOptions,
 };
 
 use super::peer_options::{PeerOptions, DEFAULT_BUFFER_POOL_BYTES, DEFAULT_LOCK_WAIT_TIMEOUT_S};

@@ -75,43 +75,59 @@ fn is_lsn_byte(i: usize, ps: usize) -> bool {
     (8..16).contains(&i) || i >= ps - 8
 }
 
-/// Bytes compared at once when looking for the next changed byte: a block of 8-byte words
-/// whose equality the compiler checks with vector instructions.
+/// Bytes compared at once, within a stretch that differs, before looking at 8-byte words.
 const SCAN_BLOCK: usize = 64;
 
-/// Whether the aligned block at `i` of `after` equals `before`'s (zeros when None), as words.
-fn block_same(before: Option<&[u8]>, after: &[u8], i: usize) -> bool {
-    let a = &after[i..i + SCAN_BLOCK];
-    let word = |x: &[u8]| u64::from_ne_bytes(x.try_into().unwrap_or([0; 8]));
-    let diff = match before {
-        Some(b) => a
-            .chunks_exact(8)
-            .zip(b[i..i + SCAN_BLOCK].chunks_exact(8))
-            .fold(0u64, |acc, (x, y)| acc | (word(x) ^ word(y))),
-        None => a.chunks_exact(8).fold(0u64, |acc, x| acc | word(x)),
-    };
-    diff == 0
+/// Bytes skipped at once when a whole stretch is unchanged: most of a page is, after most
+/// changes, and a bytewise slice compare of this many bytes runs as vector instructions.
+const SKIP_STRETCH: usize = 1024;
+
+/// Whether `after[i..i + len]` equals `before`'s bytes there (zeros when None).
+fn stretch_same(before: Option<&[u8]>, after: &[u8], i: usize, len: usize) -> bool {
+    let a = &after[i..i + len];
+    match before {
+        Some(b) => a == &b[i..i + len],
+        None => a.iter().all(|&x| x == 0),
+    }
 }
 
 /// The first byte at or after `from` that differs between `before` (zeros when None) and
 /// `after`, LSN bytes aside: whole equal blocks are skipped without looking at their bytes.
 fn next_changed(before: Option<&[u8]>, after: &[u8], from: usize) -> Option<usize> {
     let ps = after.len();
+    // Words and blocks are compared only where they hold no LSN byte: from byte 16 to the
+    // trailer's last 8 bytes.
+    let words_end = ps.saturating_sub(8);
+    let word = |x: &[u8], at: usize| u64::from_le_bytes(x[at..at + 8].try_into().unwrap_or([0; 8]));
     let mut i = from;
     while i < ps {
-        // the first and last blocks hold the LSN bytes, which never count as changes
+        if i < 16 || !i.is_multiple_of(8) || i + 8 > words_end {
+            if !is_lsn_byte(i, ps) && before.map_or(after[i] != 0, |b| b[i] != after[i]) {
+                return Some(i);
+            }
+            i += 1;
+            continue;
+        }
+        if i.is_multiple_of(SKIP_STRETCH)
+            && i + SKIP_STRETCH <= words_end
+            && stretch_same(before, after, i, SKIP_STRETCH)
+        {
+            i += SKIP_STRETCH;
+            continue;
+        }
         if i.is_multiple_of(SCAN_BLOCK)
-            && i >= SCAN_BLOCK
-            && i + 2 * SCAN_BLOCK <= ps
-            && block_same(before, after, i)
+            && i + SCAN_BLOCK <= words_end
+            && stretch_same(before, after, i, SCAN_BLOCK)
         {
             i += SCAN_BLOCK;
             continue;
         }
-        if !is_lsn_byte(i, ps) && before.map_or(after[i] != 0, |b| b[i] != after[i]) {
-            return Some(i);
+        // Little-endian words: the lowest set bit of the difference is in its first byte.
+        let diff = word(after, i) ^ before.map_or(0, |b| word(b, i));
+        if diff != 0 {
+            return Some(i + diff.trailing_zeros() as usize / 8);
         }
-        i += 1;
+        i += 8;
     }
     None
 }
