@@ -67,6 +67,7 @@ columns!(
     size_bytes,
     load_avg_1m,
     other_cpu_pct,
+    steal_pct,
     event,
 );
 
@@ -270,6 +271,7 @@ mod tests {
             rss_bytes: 1000,
             load_avg_1m: Some(1.25),
             other_cpu_pct: Some(37.5),
+            steal_pct: Some(12.5),
             ..SampleRow::default()
         };
         let text = render(&[row.clone(), row.clone()], "abcd");

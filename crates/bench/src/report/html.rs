@@ -199,6 +199,10 @@ pub fn charts(s: &Summary, rows: &[SampleRow]) -> Vec<Chart> {
         "other processes",
         pts(rows, |r| r.other_cpu_pct),
     ))
+    .with(Series::new(
+        "of it, hypervisor steal",
+        pts(rows, |r| r.steal_pct),
+    ))
     .with(Series::new("load average", pts(rows, |r| r.load_avg_1m)).right());
     let events: Vec<(f64, String)> = rows
         .iter()
@@ -513,6 +517,8 @@ fn io_section(s: &Summary) -> String {
         "load average max",
         "other processes' CPU % mean",
         "other processes' CPU % max",
+        "of it, hypervisor steal % mean",
+        "hypervisor steal % max",
         "this process's CPU %",
     ];
     let row = vec![
@@ -520,6 +526,8 @@ fn io_section(s: &Summary) -> String {
         f1(s.load_avg_1m_max),
         f1(s.other_cpu_pct_mean),
         f1(s.other_cpu_pct_max),
+        f1(s.steal_pct_mean),
+        f1(s.steal_pct_max),
         f1(Some(s.cpu_pct)),
     ];
     o.push_str(&table(&head, &[row], &[]));

@@ -127,6 +127,11 @@ pub struct Summary {
     pub other_cpu_pct_mean: Option<f64>,
     #[serde(default)]
     pub other_cpu_pct_max: Option<f64>,
+    /// Of that, CPU the hypervisor stole for other guests, % of one CPU: mean and highest.
+    #[serde(default)]
+    pub steal_pct_mean: Option<f64>,
+    #[serde(default)]
+    pub steal_pct_max: Option<f64>,
     /// Whether the run was IO-bound, and the reads and writes that say so.
     #[serde(default)]
     pub io: Option<IoFigures>,
@@ -306,6 +311,8 @@ impl Summary {
             mean_max(m.iter().filter_map(|r| r.load_avg_1m).collect());
         let (other_cpu_pct_mean, other_cpu_pct_max) =
             mean_max(m.iter().filter_map(|r| r.other_cpu_pct).collect());
+        let (steal_pct_mean, steal_pct_max) =
+            mean_max(m.iter().filter_map(|r| r.steal_pct).collect());
         let option = |name: &str| {
             config
                 .get(&format!("{engine}.{name}"))
@@ -375,6 +382,8 @@ impl Summary {
             load_avg_1m_max,
             other_cpu_pct_mean,
             other_cpu_pct_max,
+            steal_pct_mean,
+            steal_pct_max,
             io: Some(io),
             engine_metrics: engine_metrics(&m),
             ..Summary::default()
@@ -418,11 +427,13 @@ pub fn machine_line(s: &Summary) -> String {
     let o = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1}"));
     format!(
         "machine: load average (1 min) mean {}, max {}; other processes' CPU mean {}%, max {}% \
-         of one CPU (this process: {:.1}%)",
+         of one CPU, of it stolen by the hypervisor mean {}%, max {}% (this process: {:.1}%)",
         o(s.load_avg_1m_mean),
         o(s.load_avg_1m_max),
         o(s.other_cpu_pct_mean),
         o(s.other_cpu_pct_max),
+        o(s.steal_pct_mean),
+        o(s.steal_pct_max),
         s.cpu_pct
     )
 }

@@ -124,8 +124,12 @@ pub struct SampleRow {
     /// The machine's 1-minute load average at the end of the interval.
     pub load_avg_1m: Option<f64>,
     /// CPU used by every other process in the interval, % of one CPU (the machine's busy CPU
-    /// time less this process's).
+    /// time less this process's); includes `steal_pct`.
     pub other_cpu_pct: Option<f64>,
+    /// CPU the hypervisor gave to something outside this machine while its CPUs had work to
+    /// run (steal), % of one CPU: a virtual machine's noisy neighbour, which no process here
+    /// shows.
+    pub steal_pct: Option<f64>,
     /// What the run changed right after this interval (`--at` schedules), `; `-separated.
     pub event: Option<String>,
 }
@@ -201,6 +205,10 @@ impl Sampler {
             }
             _ => None,
         };
+        let steal_pct = match (machine, self.machine_before) {
+            (Some(m), Some(b)) => Some(100.0 * (m.steal_cpu_s - b.steal_cpu_s).max(0.0) / secs),
+            _ => None,
+        };
         let prim = &self.interval.kinds[clients.primary().min(self.interval.kinds.len() - 1)];
         let kinds = clients
             .kind_names
@@ -256,6 +264,7 @@ impl Sampler {
             size_bytes: self.data_dir.as_deref().map(dir_size),
             load_avg_1m: machine.map(|m| m.load_avg_1m),
             other_cpu_pct,
+            steal_pct,
             event: None,
         };
         self.engine = e;

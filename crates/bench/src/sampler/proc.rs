@@ -29,8 +29,12 @@ pub struct ProcCounters {
 pub struct MachineCounters {
     /// The 1-minute load average (runnable plus uninterruptible tasks, decayed).
     pub load_avg_1m: f64,
-    /// CPU seconds all CPUs spent busy (not idle, not waiting for I/O) since boot.
+    /// CPU seconds all CPUs spent busy (not idle, not waiting for I/O) since boot, steal
+    /// included.
     pub busy_cpu_s: f64,
+    /// CPU seconds the hypervisor ran something else while this machine's CPUs had work
+    /// (steal), since boot: 0 on bare metal.
+    pub steal_cpu_s: f64,
 }
 
 /// Cumulative counters of a block device (or a sum of devices).
@@ -81,6 +85,11 @@ pub fn parse_loadavg(text: &str) -> Option<f64> {
 /// Busy CPU seconds of all CPUs from /proc/stat text: user, nice, system, irq, softirq and
 /// steal of the `cpu` line (idle and iowait left out; guest time is already inside user).
 pub fn parse_stat_busy_s(text: &str) -> Option<f64> {
+    Some(parse_stat_busy_steal_s(text)?.0)
+}
+
+/// Busy CPU seconds as [`parse_stat_busy_s`], and the steal seconds among them.
+pub fn parse_stat_busy_steal_s(text: &str) -> Option<(f64, f64)> {
     let line = text.lines().find(|l| l.starts_with("cpu "))?;
     let f: Vec<u64> = line
         .split_whitespace()
@@ -92,7 +101,8 @@ pub fn parse_stat_busy_s(text: &str) -> Option<f64> {
         .iter()
         .map(|&i| f.get(i).copied().unwrap_or(0))
         .sum::<u64>();
-    (f.len() >= 4).then_some(busy as f64 / TICKS_PER_S)
+    let steal = f.get(7).copied().unwrap_or(0);
+    (f.len() >= 4).then_some((busy as f64 / TICKS_PER_S, steal as f64 / TICKS_PER_S))
 }
 
 /// Counters of the devices selected by `pick(major, minor, name)` from /proc/diskstats text.
@@ -160,9 +170,11 @@ impl ProcReader {
     /// The machine's load average and busy CPU time; `None` where /proc is not readable.
     pub fn machine(&self) -> Option<MachineCounters> {
         let read = |p: &str| std::fs::read_to_string(p).ok();
+        let (busy_cpu_s, steal_cpu_s) = parse_stat_busy_steal_s(&read("/proc/stat")?)?;
         Some(MachineCounters {
             load_avg_1m: parse_loadavg(&read("/proc/loadavg")?)?,
-            busy_cpu_s: parse_stat_busy_s(&read("/proc/stat")?)?,
+            busy_cpu_s,
+            steal_cpu_s,
         })
     }
 
@@ -263,6 +275,7 @@ mod tests {
         let stat = "cpu  1000 50 200 9000 300 10 20 30 0 0\ncpu0 500 25 100 4500 150 5 10 15 0 0\n";
         // user + nice + system + irq + softirq + steal = 1310 ticks.
         assert_eq!(parse_stat_busy_s(stat), Some(13.1));
+        assert_eq!(parse_stat_busy_steal_s(stat), Some((13.1, 0.3)));
         assert!(parse_stat_busy_s("intr 1 2 3\n").is_none());
     }
 

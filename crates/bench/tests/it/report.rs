@@ -89,6 +89,7 @@ pub(crate) fn recorded() -> Vec<SampleRow> {
             size_bytes: Some(1_000_000_000),
             load_avg_1m: Some(1.5 + (t % 3) as f64),
             other_cpu_pct: Some(if (40..45).contains(&t) { 150.0 } else { 10.0 }),
+            steal_pct: Some(if (40..45).contains(&t) { 100.0 } else { 0.0 }),
             event: (t == 20).then(|| "set adaptive_flushing=steady".into()),
         })
         .collect()
@@ -288,10 +289,16 @@ fn report_renders_from_recorded_series_and_svg_parses() {
     let cpu = chart("CPU: this process, other processes and the machine's load");
     assert_eq!(
         names(&cpu),
-        ["this process", "other processes", "load average"]
+        [
+            "this process",
+            "other processes",
+            "of it, hypervisor steal",
+            "load average"
+        ]
     );
     assert!(texts(&cpu).iter().any(|x| x == "load average (right axis)"));
     assert_eq!(s.other_cpu_pct_max, Some(150.0));
+    assert_eq!(s.steal_pct_max, Some(100.0));
     assert!(s.load_avg_1m_mean.is_some_and(|l| (2.0..3.0).contains(&l)));
     // Every summary column is explained under the table.
     for (col, _) in evenkeel_bench::report::summary::seed002_columns(&s) {
@@ -443,6 +450,7 @@ fn results_dir_round_trips() {
         "flush_policy",
         "load_avg_1m_mean",
         "other_cpu_pct_mean",
+        "steal_pct_mean",
         "io",
     ] {
         assert!(json.get(field).is_some(), "summary.json lacks {field}");
