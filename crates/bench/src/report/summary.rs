@@ -422,12 +422,23 @@ pub fn flushing_line(s: &Summary) -> String {
     )
 }
 
+/// Mean hypervisor steal, % of one CPU, from which a run is marked as not comparable to a
+/// quiet one: a tenth of a CPU taken by the host shows in any CPU-bound figure.
+pub const STEAL_WARN_PCT: f64 = 10.0;
+
 /// The machine beside the run, as one line for the terminal.
 pub fn machine_line(s: &Summary) -> String {
     let o = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1}"));
+    let warn = match s.steal_pct_mean {
+        Some(st) if st >= STEAL_WARN_PCT => format!(
+            "; WARNING: the hypervisor took {st:.0}% of one CPU on average (steal), so this \
+             run's figures do not compare with a quiet run's"
+        ),
+        _ => String::new(),
+    };
     format!(
         "machine: load average (1 min) mean {}, max {}; other processes' CPU mean {}%, max {}% \
-         of one CPU, of it stolen by the hypervisor mean {}%, max {}% (this process: {:.1}%)",
+         of one CPU, of it stolen by the hypervisor mean {}%, max {}% (this process: {:.1}%){warn}",
         o(s.load_avg_1m_mean),
         o(s.load_avg_1m_max),
         o(s.other_cpu_pct_mean),
@@ -477,6 +488,14 @@ pub const COLUMN_NOTES: &[(&str, &str)] = &[
     (
         "stall_s",
         "foreground flushing stalls, seconds summed over threads",
+    ),
+    (
+        "other%",
+        "CPU every other process used, mean over the measured seconds, % of one CPU (steal included)",
+    ),
+    (
+        "steal%",
+        "of other%, CPU the hypervisor gave to other virtual machines while this one had work to run",
     ),
     (
         "p1/mean",

@@ -45,6 +45,13 @@ pub fn text_table(runs: &[SweepRun]) -> String {
             cols.len() - 1,
             ("stall_s", one(r.summary.foreground_stall_s)),
         );
+        // What else took the CPU: a run beside a busy neighbour (or a busy host) is not
+        // comparable to its quiet neighbours in the table.
+        cols.insert(
+            cols.len() - 1,
+            ("other%", one(r.summary.other_cpu_pct_mean)),
+        );
+        cols.insert(cols.len() - 1, ("steal%", one(r.summary.steal_pct_mean)));
         if i == 0 {
             let head: Vec<&str> = cols.iter().map(|c| c.0).collect();
             let _ = writeln!(o, "{}", head.join(" "));
@@ -90,6 +97,8 @@ pub fn render(workload: &str, vary: &str, runs: &[SweepRun]) -> String {
                 "room wait s",
                 "sync-point s",
                 "log-space s",
+                "other%",
+                "steal%",
             ]);
         }
         let mut row = vec![r.label.clone()];
@@ -127,6 +136,10 @@ pub fn render(workload: &str, vary: &str, runs: &[SweepRun]) -> String {
                 .map_or("-".to_string(), |v| v.to_string()),
             s.log_space_seconds
                 .map_or("-".to_string(), |v| v.to_string()),
+            s.other_cpu_pct_mean
+                .map_or("-".to_string(), |v| format!("{v:.1}")),
+            s.steal_pct_mean
+                .map_or("-".to_string(), |v| format!("{v:.1}")),
         ]);
         rows.push(row);
     }

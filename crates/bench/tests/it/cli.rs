@@ -142,6 +142,13 @@ fn sweep_writes_one_table() {
     assert_eq!(r.runs.len(), 2);
     let table = std::fs::read_to_string(out.path().join("sweep.txt")).expect("sweep.txt");
     assert!(table.starts_with("ips.av ips.99"), "{table}");
+    assert!(
+        table
+            .lines()
+            .next()
+            .is_some_and(|h| h.contains(" other% steal% ")),
+        "{table}"
+    );
     assert_eq!(table.lines().count(), 3);
     assert!(table.contains("model.clients=2"));
     let page = std::fs::read_to_string(out.path().join("sweep.html")).expect("sweep.html");
@@ -150,5 +157,6 @@ fn sweep_writes_one_table() {
         page.contains("<dt>Mcpu/i</dt><dd>CPU microseconds"),
         "columns explained"
     );
+    assert!(page.contains("<dt>steal%</dt><dd>"), "steal explained");
     assert!(out.path().join("clients=1").join("report.html").is_file());
 }

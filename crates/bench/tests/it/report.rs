@@ -299,6 +299,14 @@ fn report_renders_from_recorded_series_and_svg_parses() {
     assert!(texts(&cpu).iter().any(|x| x == "load average (right axis)"));
     assert_eq!(s.other_cpu_pct_max, Some(150.0));
     assert_eq!(s.steal_pct_max, Some(100.0));
+    // 5 of the 55 measured seconds at 100%: a mean (9.1%) under the warning threshold.
+    let line = evenkeel_bench::report::summary::machine_line(&s);
+    assert!(line.contains("stolen by the hypervisor mean"), "{line}");
+    assert!(!line.contains("WARNING"), "{line}");
+    let mut stolen = s.clone();
+    stolen.steal_pct_mean = Some(25.0);
+    let line = evenkeel_bench::report::summary::machine_line(&stolen);
+    assert!(line.contains("WARNING: the hypervisor took 25%"), "{line}");
     assert!(s.load_avg_1m_mean.is_some_and(|l| (2.0..3.0).contains(&l)));
     // Every summary column is explained under the table.
     for (col, _) in evenkeel_bench::report::summary::seed002_columns(&s) {
