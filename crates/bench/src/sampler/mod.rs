@@ -199,15 +199,13 @@ impl Sampler {
         let disk = self.reader.disk();
         let machine = self.reader.machine();
         let own_cpu_s = (p.cpu_s - self.proc_before.cpu_s).max(0.0);
-        let other_cpu_pct = match (machine, self.machine_before) {
-            (Some(m), Some(b)) => {
-                Some(100.0 * (m.busy_cpu_s - b.busy_cpu_s - own_cpu_s).max(0.0) / secs)
-            }
-            _ => None,
-        };
-        let steal_pct = match (machine, self.machine_before) {
-            (Some(m), Some(b)) => Some(100.0 * (m.steal_cpu_s - b.steal_cpu_s).max(0.0) / secs),
-            _ => None,
+        let pct = |cpu_s: f64| Some(100.0 * cpu_s.max(0.0) / secs);
+        let (other_cpu_pct, steal_pct) = match (machine, self.machine_before) {
+            (Some(m), Some(b)) => (
+                pct(m.busy_cpu_s - b.busy_cpu_s - own_cpu_s),
+                pct(m.steal_cpu_s - b.steal_cpu_s),
+            ),
+            _ => (None, None),
         };
         let prim = &self.interval.kinds[clients.primary().min(self.interval.kinds.len() - 1)];
         let kinds = clients

@@ -83,12 +83,8 @@ pub fn parse_loadavg(text: &str) -> Option<f64> {
 }
 
 /// Busy CPU seconds of all CPUs from /proc/stat text: user, nice, system, irq, softirq and
-/// steal of the `cpu` line (idle and iowait left out; guest time is already inside user).
-pub fn parse_stat_busy_s(text: &str) -> Option<f64> {
-    Some(parse_stat_busy_steal_s(text)?.0)
-}
-
-/// Busy CPU seconds as [`parse_stat_busy_s`], and the steal seconds among them.
+/// steal of the `cpu` line (idle and iowait left out; guest time is already inside user);
+/// and the steal seconds among them.
 pub fn parse_stat_busy_steal_s(text: &str) -> Option<(f64, f64)> {
     let line = text.lines().find(|l| l.starts_with("cpu "))?;
     let f: Vec<u64> = line
@@ -274,9 +270,9 @@ mod tests {
         assert!(parse_loadavg("").is_none());
         let stat = "cpu  1000 50 200 9000 300 10 20 30 0 0\ncpu0 500 25 100 4500 150 5 10 15 0 0\n";
         // user + nice + system + irq + softirq + steal = 1310 ticks.
-        assert_eq!(parse_stat_busy_s(stat), Some(13.1));
+        assert_eq!(parse_stat_busy_steal_s(stat).map(|b| b.0), Some(13.1));
         assert_eq!(parse_stat_busy_steal_s(stat), Some((13.1, 0.3)));
-        assert!(parse_stat_busy_s("intr 1 2 3\n").is_none());
+        assert!(parse_stat_busy_steal_s("intr 1 2 3\n").is_none());
     }
 
     #[test]
