@@ -9,7 +9,8 @@
 //! Layers, lowest first: `error, codec, driver, recorder` → `tpcc, insert, sampler` →
 //! `stability, report` → `run, cli`. Workloads never know which engine they drive.
 
-// Only the lmdb driver opens its environment with `unsafe` (heed's API), with SAFETY notes.
+// `unsafe` only where an API requires it, each with a SAFETY note: the lmdb driver (heed's
+// environment), the rocksdb driver (a transaction's lifetime) and the sweep's page-cache advice.
 #![deny(unsafe_code)]
 #![cfg_attr(not(test), deny(clippy::unwrap_used))]
 
