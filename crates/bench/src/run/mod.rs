@@ -209,9 +209,15 @@ mod tests {
         std::fs::create_dir_all(&dst).unwrap();
         std::fs::write(dst.join("stale"), b"old run").unwrap();
         copy_dir(&src, &dst).unwrap();
-        assert_eq!(std::fs::read(dst.join("a.data")).unwrap(), vec![7u8; 70_000]);
+        assert_eq!(
+            std::fs::read(dst.join("a.data")).unwrap(),
+            vec![7u8; 70_000]
+        );
         assert_eq!(std::fs::read(dst.join("sub").join("b")).unwrap(), b"bee");
-        assert!(!dst.join("stale").exists(), "the old copy is replaced, not merged");
+        assert!(
+            !dst.join("stale").exists(),
+            "the old copy is replaced, not merged"
+        );
         // the source is untouched
         assert_eq!(std::fs::read(src.join("sub").join("b")).unwrap(), b"bee");
     }
