@@ -156,7 +156,7 @@ pub struct RocksDriver {
     opts: Options,
     settings: Settings,
     path: PathBuf,
-    /// Opened tables (column family names) by `TableId`; `None` once dropped.
+    /// Opened tables' column family names (`cf_name`) by `TableId`; `None` once dropped.
     tables: RwLock<Arc<Vec<Option<String>>>>,
 }
 
@@ -210,10 +210,10 @@ impl Driver for RocksDriver {
 
     fn open_table(&self, name: &str, create: bool) -> DriverResult<TableId> {
         let mut guard = self.tables.write();
-        if let Some(i) = guard.iter().position(|t| t.as_deref() == Some(name)) {
+        let cf = cf_name(name);
+        if let Some(i) = guard.iter().position(|t| t.as_deref() == Some(cf.as_str())) {
             return Ok(i);
         }
-        let cf = cf_name(name);
         if self.db.cf_handle(&cf).is_none() {
             if !create {
                 return Err(DriverError::fatal(format!(
@@ -223,7 +223,7 @@ impl Driver for RocksDriver {
             self.db.create_cf(&cf, &self.opts).map_err(map_err)?;
         }
         let mut next = Vec::clone(&guard);
-        next.push(Some(name.to_string()));
+        next.push(Some(cf));
         *guard = Arc::new(next);
         Ok(guard.len() - 1)
     }
@@ -250,7 +250,7 @@ impl Driver for RocksDriver {
         self.db.drop_cf(&cf).map_err(map_err)?;
         let next: Vec<_> = guard
             .iter()
-            .map(|t| t.clone().filter(|n| n != name))
+            .map(|t| t.clone().filter(|n| *n != cf))
             .collect();
         *guard = Arc::new(next);
         Ok(())
@@ -360,20 +360,9 @@ struct RocksTxn {
 }
 
 impl RocksTxn {
-    fn parts(&mut self, t: TableId) -> DriverResult<(&Transaction<'static, Db>, &Db, String)> {
-        let name = self
-            .tables
-            .get(t)
-            .and_then(Clone::clone)
-            .ok_or_else(|| DriverError::fatal(format!("rocksdb: table id {t} not open")))?;
-        let txn = self.txn.as_ref().ok_or_else(|| {
-            DriverError::fatal("rocksdb: the transaction already ended (an earlier call failed)")
-        })?;
-        Ok((txn, &self.db, cf_name(&name)))
-    }
-
     /// Run `f` with the transaction and the table's column family; an error ends the
-    /// transaction (dropping it rolls back and releases its locks).
+    /// transaction (dropping it rolls back and releases its locks). Per call: one lookup of
+    /// the column family's handle by its stored name, nothing allocated.
     fn run<R>(
         &mut self,
         t: TableId,
@@ -382,12 +371,22 @@ impl RocksTxn {
             &Arc<rocksdb::BoundColumnFamily<'_>>,
         ) -> Result<R, rocksdb::Error>,
     ) -> DriverResult<R> {
-        let (txn, db, cf) = self.parts(t)?;
-        let handle = db
-            .cf_handle(&cf)
-            .ok_or_else(|| DriverError::fatal(format!("rocksdb: column family {cf} is gone")))?;
-        let r = f(txn, &handle);
-        drop(handle);
+        let r = {
+            let cf = self
+                .tables
+                .get(t)
+                .and_then(|n| n.as_deref())
+                .ok_or_else(|| DriverError::fatal(format!("rocksdb: table id {t} not open")))?;
+            let txn = self.txn.as_ref().ok_or_else(|| {
+                DriverError::fatal(
+                    "rocksdb: the transaction already ended (an earlier call failed)",
+                )
+            })?;
+            let handle = self.db.cf_handle(cf).ok_or_else(|| {
+                DriverError::fatal(format!("rocksdb: column family {cf} is gone"))
+            })?;
+            f(txn, &handle)
+        };
         r.map_err(|e| {
             self.txn = None;
             map_err(e)

@@ -183,29 +183,34 @@ impl Tree {
             level = below;
         }
         let mut freed = 0;
+        let page_size = cx.pool.page_size();
         // leaves first (deepest pages are last in `pages`), the root last
         for &pid in pages.iter().rev() {
-            let mut mtr = Mtr::new(cx.pool, cx.space);
-            let s = mtr.write(pid)?;
-            let hs = mtr.write(HEADER_PAGE)?;
-            let b = mtr.peek(s);
-            let mut chains = Vec::new();
-            if hdr::level(b) == 0 {
-                for i in 0..node::nslots(b) {
-                    if let node::LeafValue::Overflow { len, first } = node::leaf_value(b, i) {
-                        chains.push((first, len));
+            // Each mtr frees the page and its overflow chains, and changes the file header:
+            // room for that is taken before it latches anything (`LogSpace::with_room`). The
+            // tree is unreachable (dropped), so the chains counted here are the ones freed.
+            let chain_pages: usize = {
+                let g = cx.pool.read(pid)?;
+                overflow_chains(&g)
+                    .iter()
+                    .map(|&(_, len)| overflow::pages_for(page_size, len))
+                    .sum()
+            };
+            let redo = (chain_pages as u64 + 2) * (page_size as u64 + FREE_REDO_PER_PAGE);
+            cx.space.with_room(redo, || {
+                let mut mtr = Mtr::new(cx.pool, cx.space);
+                let s = mtr.write(pid)?;
+                let hs = mtr.write(HEADER_PAGE)?;
+                for (first, len) in overflow_chains(mtr.peek(s)) {
+                    for c in overflow::latch_chain(&mut mtr, self.id, first, len)? {
+                        space::free(&mut mtr, hs, c);
+                        freed += 1;
                     }
                 }
-            }
-            for (first, len) in chains {
-                for c in overflow::latch_chain(&mut mtr, self.id, first, len)? {
-                    space::free(&mut mtr, hs, c);
-                    freed += 1;
-                }
-            }
-            space::free(&mut mtr, hs, s);
-            freed += 1;
-            mtr.commit()?;
+                space::free(&mut mtr, hs, s);
+                freed += 1;
+                mtr.commit().map(|_| ())
+            })?;
         }
         Ok(freed)
     }
@@ -218,4 +223,21 @@ impl Tree {
             Some(PageType::Leaf) | Some(PageType::Internal)
         ) && hdr::owner(&g) == self.id)
     }
+}
+
+/// Redo a freed page's record may take beyond the page's own bytes (its header and ranges).
+const FREE_REDO_PER_PAGE: u64 = 256;
+
+/// The overflow chains (first page, value length) a leaf's values point to; none for an
+/// internal page.
+fn overflow_chains(b: &[u8]) -> Vec<(PageId, usize)> {
+    if hdr::level(b) != 0 {
+        return Vec::new();
+    }
+    (0..node::nslots(b))
+        .filter_map(|i| match node::leaf_value(b, i) {
+            node::LeafValue::Overflow { len, first } => Some((first, len)),
+            _ => None,
+        })
+        .collect()
 }

@@ -548,6 +548,9 @@ impl ChangeBuffer {
     /// Deletes the buffered changes of table `table` (of one page, or all of them): the table
     /// was dropped. Safe to run again after a crash.
     pub fn discard(&self, cx: &Ctx<'_>, table: u32, pid: Option<PageId>) -> Result<()> {
+        /// Pages one entry's delete may log: the leaf, a merge into its neighbour, the parent,
+        /// the file header of a freed page.
+        const DISCARD_REDO_PAGES: u64 = 4;
         let (lo, hi) = match pid {
             Some(p) => (entry_key(table, p, 0), entry_key(table, p, u64::MAX)),
             None => (
@@ -561,7 +564,11 @@ impl ChangeBuffer {
                     .scan_batch(cx, Bound::Included(&lo), Bound::Included(&hi), false, 256)?;
             for (k, v) in &batch.rows {
                 if let (Some((t, p, _)), Some((op, key))) = (decode_key(k), decode_value(v)) {
-                    self.tree.delete(cx, k)?;
+                    // room first, as for a dropped table's pages (`LogSpace::with_room`): a
+                    // delete may merge leaves and free a page, which latches the file header
+                    let room = DISCARD_REDO_PAGES * (cx.pool.page_size() as u64 + 256);
+                    cx.space
+                        .with_room(room, || self.tree.delete(cx, k).map(|_| ()))?;
                     let cell = if op == Op::Insert {
                         insert_cell(key)
                     } else {

@@ -563,6 +563,12 @@ impl MakeRoom for Durability {
     fn poison(&self, e: &Error) {
         Durability::poison(self, e);
     }
+
+    fn with_room(&self, bytes: u64, f: &mut dyn FnMut() -> Result<()>) -> Result<()> {
+        // No admission delay: not a client's transaction; the wait for room is the point.
+        let _room = self.admit_delayed(bytes)?;
+        f()
+    }
 }
 
 /// The redo replay rate `recovery_time_target` assumes until a recovery of this database has
