@@ -91,13 +91,13 @@ impl LogSpace {
 
     /// Runs `f`, an mtr (or a few) that no transaction's reservation covers and that logs at
     /// most `bytes`, once the log has room for it, holding that room while `f` runs: InnoDB's
-    /// log_free_check(). An mtr holds its page latches until its redo is appended, so one
-    /// that waits for log space at append can hold the very page the checkpoint waits for:
-    /// dropping a table frees each page in an mtr that also latches the file header (page 0),
-    /// page 0 became the oldest dirty page, and with the log full the dropping thread waited
-    /// holding it while no one could write it, until the engine gave up after 30 s (found on
-    /// a device of 200 MiB/s dropping a 350 MB table through a 64 MiB log). Without a
-    /// registered [`MakeRoom`] (while a database opens) `f` runs at once.
+    /// log_free_check(). Why before: an mtr holds its page latches until its redo is appended,
+    /// so one that waits for log space at append can hold the very page the checkpoint waits
+    /// for. Dropping a table frees each page in an mtr that also changes the file header (page
+    /// 0), so page 0 is the oldest dirty page; waiting at append, the dropping thread held it
+    /// while nothing could write it, and the engine gave up after LOG_SPACE_WAIT_MAX
+    /// (docs/measurements.md, "Dropping a table stalled the engine"). Without a registered
+    /// [`MakeRoom`] (while a database opens) `f` runs at once.
     pub fn with_room(&self, bytes: u64, f: impl FnOnce() -> Result<()>) -> Result<()> {
         let Some(room) = self.room() else {
             return f();
