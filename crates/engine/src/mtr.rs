@@ -21,6 +21,16 @@ use crate::wal::LogSpace;
 /// Handle of a page held by an mtr.
 pub type Slot = usize;
 
+/// Redo a page's record may take beyond the page's own bytes (its header and ranges).
+const PAGE_RECORD_OVERHEAD: u64 = 256;
+
+/// The most redo an mtr that changes `pages` pages of `page_size` bytes can log: a whole-page
+/// diff each, with its record's overhead. What callers outside a transaction reserve before
+/// they latch (`LogSpace::with_room`).
+pub fn redo_bound(page_size: usize, pages: u64) -> u64 {
+    pages * (page_size as u64 + PAGE_RECORD_OVERHEAD)
+}
+
 /// What a held page looked like before this mtr changed it.
 enum Before {
     /// Not changed yet.

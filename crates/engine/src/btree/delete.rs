@@ -157,7 +157,9 @@ impl Tree {
     pub fn free_all(&self, cx: &Ctx<'_>, after_crash: bool) -> Result<u64> {
         let _smo = self.smo.write();
         let mut level = vec![self.root];
+        // (page, pages its mtr frees), level by level from the root
         let mut pages = Vec::new();
+        let page_size = cx.pool.page_size();
         for _ in 0..MAX_DEPTH {
             if level.is_empty() {
                 break;
@@ -178,25 +180,23 @@ impl Tree {
                 if hdr::level(&g) > 0 {
                     below.extend((0..node::nslots(&g)).map(|i| node::child(&g, i)));
                 }
+                // the pages its mtr will free: itself and its values' overflow chains
+                let chains: usize = overflow_chains(&g)
+                    .iter()
+                    .map(|&(_, len)| overflow::pages_for(page_size, len))
+                    .sum();
+                pages.push((pid, 1 + chains as u64));
             }
-            pages.append(&mut level);
             level = below;
         }
         let mut freed = 0;
-        let page_size = cx.pool.page_size();
         // leaves first (deepest pages are last in `pages`), the root last
-        for &pid in pages.iter().rev() {
+        for &(pid, to_free) in pages.iter().rev() {
             // Each mtr frees the page and its overflow chains, and changes the file header:
             // room for that is taken before it latches anything (`LogSpace::with_room`). The
-            // tree is unreachable (dropped), so the chains counted here are the ones freed.
-            let chain_pages: usize = {
-                let g = cx.pool.read(pid)?;
-                overflow_chains(&g)
-                    .iter()
-                    .map(|&(_, len)| overflow::pages_for(page_size, len))
-                    .sum()
-            };
-            let redo = (chain_pages as u64 + 2) * (page_size as u64 + FREE_REDO_PER_PAGE);
+            // tree is unreachable (dropped), so the chains counted in the walk are the ones
+            // freed here.
+            let redo = crate::mtr::redo_bound(page_size, to_free + 1);
             cx.space.with_room(redo, || {
                 let mut mtr = Mtr::new(cx.pool, cx.space);
                 let s = mtr.write(pid)?;
@@ -224,9 +224,6 @@ impl Tree {
         ) && hdr::owner(&g) == self.id)
     }
 }
-
-/// Redo a freed page's record may take beyond the page's own bytes (its header and ranges).
-const FREE_REDO_PER_PAGE: u64 = 256;
 
 /// The overflow chains (first page, value length) a leaf's values point to; none for an
 /// internal page.

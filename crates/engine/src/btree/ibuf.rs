@@ -566,7 +566,7 @@ impl ChangeBuffer {
                 if let (Some((t, p, _)), Some((op, key))) = (decode_key(k), decode_value(v)) {
                     // room first, as for a dropped table's pages (`LogSpace::with_room`): a
                     // delete may merge leaves and free a page, which latches the file header
-                    let room = DISCARD_REDO_PAGES * (cx.pool.page_size() as u64 + 256);
+                    let room = crate::mtr::redo_bound(cx.pool.page_size(), DISCARD_REDO_PAGES);
                     cx.space
                         .with_room(room, || self.tree.delete(cx, k).map(|_| ()))?;
                     let cell = if op == Op::Insert {
