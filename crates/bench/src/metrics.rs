@@ -300,6 +300,15 @@ engine_metrics! {
     change_buffer_merged => change_buffer_merged: count "changes" from "change_buffer_merged";
     /// Changes in the change buffer.
     change_buffer_entries => change_buffer_entries: gauge(u64) "changes" from "change_buffer_entries";
+    /// Leaves whose buffered changes were merged because an operation reached the leaf (a
+    /// read, or a write the leaf had no room left to buffer).
+    change_buffer_merges_by_read => change_buffer_merges_by_read: count "pages" from "change_buffer_merges_by_read";
+    /// Leaves whose buffered changes the background merge applied.
+    change_buffer_merges_by_background => change_buffer_merges_by_background: count "pages" from "change_buffer_merges_by_background";
+    /// Changes applied directly because the change buffer was at change_buffer_max_size.
+    change_buffer_full_skips => change_buffer_full_skips: count "changes" from "change_buffer_full_skips";
+    /// Pages of the change buffer's tree (its size, bounded by change_buffer_max_size).
+    change_buffer_pages => change_buffer_pages: gauge(u64) "pages" from "change_buffer_tree_pages";
 }
 
 #[cfg(test)]

@@ -204,6 +204,7 @@ pub fn charts(s: &Summary, rows: &[SampleRow]) -> Vec<Chart> {
         pts(rows, |r| r.steal_pct),
     ))
     .with(Series::new("load average", pts(rows, |r| r.load_avg_1m)).right());
+    let ibuf = change_buffer_chart(rows);
     let events: Vec<(f64, String)> = rows
         .iter()
         .filter_map(|r| r.event.as_ref().map(|e| (r.t_s as f64, e.clone())))
@@ -217,6 +218,7 @@ pub fn charts(s: &Summary, rows: &[SampleRow]) -> Vec<Chart> {
         tput, tput10, age, flushed, stalls, io, reads, redo, device, lat, cpu,
     ]
     .into_iter()
+    .chain(ibuf)
     .map(|mut c| {
         if let Some(last) = rows.last() {
             c = c.x_end(last.t_s as f64);
@@ -315,6 +317,53 @@ fn stall_chart(rows: &[SampleRow]) -> Chart {
         "of which room waits",
         pts(rows, |r| r.engine.room_wait_ms),
     ))
+}
+
+/// The change buffer, when the engine has one: changes buffered, merged and applied directly
+/// per second, leaves merged by reads and by the background merge, and the tree's pages (its
+/// size, bounded by change_buffer_max_size). An insert workload's throughput follows the mix
+/// of buffered and direct changes, so this is where a wave in it is explained.
+fn change_buffer_chart(rows: &[SampleRow]) -> Option<Chart> {
+    fn e(r: &SampleRow) -> &crate::metrics::EngineInterval {
+        &r.engine
+    }
+    if rows.iter().all(|r| e(r).change_buffer_entries.is_none()) {
+        return None;
+    }
+    Some(
+        Chart::new("Change buffer", "seconds", "per second")
+            .y2("pages of its tree")
+            .with(Series::new(
+                "changes buffered",
+                pts(rows, |r| {
+                    let (i, d) = (e(r).change_buffer_inserts?, e(r).change_buffer_deletes?);
+                    Some((i + d) as f64)
+                }),
+            ))
+            .with(Series::new(
+                "changes merged",
+                pts(rows, |r| count(e(r).change_buffer_merged)),
+            ))
+            .with(Series::new(
+                "changes applied directly (buffer near its limit)",
+                pts(rows, |r| count(e(r).change_buffer_full_skips)),
+            ))
+            .with(Series::new(
+                "leaves merged by reads",
+                pts(rows, |r| count(e(r).change_buffer_merges_by_read)),
+            ))
+            .with(Series::new(
+                "leaves merged in the background",
+                pts(rows, |r| count(e(r).change_buffer_merges_by_background)),
+            ))
+            .with(
+                Series::new(
+                    "pages of its tree",
+                    pts(rows, |r| count(e(r).change_buffer_pages)),
+                )
+                .right(),
+            ),
+    )
 }
 
 fn f2(v: f64) -> String {

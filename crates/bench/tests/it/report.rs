@@ -75,6 +75,10 @@ pub(crate) fn recorded() -> Vec<SampleRow> {
                 change_buffer_deletes: Some(t % 4),
                 change_buffer_merged: Some(25),
                 change_buffer_entries: Some(1000 + t),
+                change_buffer_merges_by_read: Some(t % 7),
+                change_buffer_merges_by_background: Some(2),
+                change_buffer_full_skips: Some(if t > 20 { 40 } else { 0 }),
+                change_buffer_pages: Some(100 + t / 2),
             },
             cpu_pct: 150.0,
             rss_bytes: 300_000_000,
@@ -149,7 +153,8 @@ fn report_renders_from_recorded_series_and_svg_parses() {
         assert!(page.contains(&format!("<th>{col}</th>")), "column {col}");
     }
     let charts = svgs(&page);
-    assert_eq!(charts.len(), 11);
+    // eleven, and the change buffer's (the rows have one)
+    assert_eq!(charts.len(), 12);
     let mut titles = Vec::new();
     for svg in &charts {
         let doc = roxmltree::Document::parse(svg).expect("svg is well-formed XML");
@@ -208,6 +213,13 @@ fn report_renders_from_recorded_series_and_svg_parses() {
         .any(|t| t == "Pages flushed per second by source"));
     // Two y axes on the checkpoint chart: the dirty series is labelled as the right axis.
     assert!(page.contains("dirty % (right axis)"));
+    assert!(titles.iter().any(|t| t == "Change buffer"));
+    // without change-buffer figures (another engine) there is no such chart
+    let mut bare = rows.clone();
+    for r in &mut bare {
+        r.engine.change_buffer_entries = None;
+    }
+    assert_eq!(svgs(&html::render(&s, &bare)).len(), 11);
     let chart = |title: &str| -> roxmltree::Document<'_> {
         let svg = charts
             .iter()

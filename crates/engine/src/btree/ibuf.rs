@@ -124,8 +124,9 @@ crate::counter::counter_group! {
         merges_by_read: "pages",
         /// Leaves whose buffered changes the background merge applied.
         merges_by_background: "pages",
-        /// Index-table changes made while the change buffer was at change_buffer_max_size
-        /// (applied directly, whether or not their leaf was in the pool).
+        /// Index-table changes applied directly because the change buffer was at or near
+        /// change_buffer_max_size (all at it, a share rising from none at 9/10 of it; applied
+        /// directly whether or not their leaf was in the pool).
         full_skips: "changes",
         /// Buffered inserts of a key the leaf held, or deletes of a key it did not hold, met
         /// at merge (an index table's contract broken by the caller); the leaf ends as the
@@ -237,6 +238,9 @@ pub struct ChangeBuffer {
     trees: RwLock<HashMap<u32, Arc<Tree>>>,
     /// Where the background merge continues (the last entry key it saw).
     cursor: Mutex<Vec<u8>>,
+    /// Changes that met the soft limit ([`ChangeBuffer::wants`]): the index of the evenly
+    /// spread sequence that decides which are applied directly.
+    gate: AtomicU64,
     writable: bool,
     pub counters: ChangeBufferCounters,
     /// Set at shutdown: the background merge stops.
@@ -298,6 +302,7 @@ impl ChangeBuffer {
             max_pages: AtomicU64::new(u64::MAX),
             trees: RwLock::new(HashMap::new()),
             cursor: Mutex::new(Vec::new()),
+            gate: AtomicU64::new(0),
             writable,
             counters,
             stop: AtomicBool::new(false),
@@ -414,13 +419,26 @@ impl ChangeBuffer {
     }
 
     /// Whether a change `op` may be buffered now (the mode, the size limit).
+    ///
+    /// Past [`SOFT_LIMIT`] of the limit a growing share of changes is applied directly, from
+    /// none there to all at the limit, spread evenly over the changes ([`refuse_share`]).
+    /// InnoDB stops buffering at its limit and starts again below it; when the workload
+    /// buffers faster than the merge drains, that is a cycle of a second or two in which all
+    /// changes are buffered (fast) and then none is (every change reads its leaf), and
+    /// throughput follows it. With the share the size settles inside the band, where the
+    /// changes applied directly and the merge together keep pace with the buffering, and
+    /// each second mixes the two alike.
     pub(crate) fn wants(&self, op: Op) -> bool {
         if !self.writable || !self.mode().takes(op) {
             return false;
         }
-        if self.tree_pages() >= self.max_pages() {
-            self.counters.full_skips.fetch_add(1, Ordering::Relaxed);
-            return false;
+        let share = refuse_share(self.tree_pages(), self.max_pages());
+        if share > 0.0 {
+            let n = self.gate.fetch_add(1, Ordering::Relaxed);
+            if share >= 1.0 || evenly_spread(n) < share {
+                self.counters.full_skips.fetch_add(1, Ordering::Relaxed);
+                return false;
+            }
         }
         true
     }
@@ -622,7 +640,9 @@ impl ChangeBuffer {
 /// Leaves per second the background merge applies buffered changes to: `pct` percent of
 /// `io_capacity` while the tree has at most half of `max_pages`, rising linearly from there to
 /// `io_capacity` at `max_pages`, and `io_capacity_max` at or past it (buffering has stopped
-/// then, and only merging shrinks it).
+/// then, and only merging shrinks it). Slow on purpose: a leaf's changes cost one read and one
+/// write of it however many they are, so the longer they wait the fewer leaves are written per
+/// change; the share applied directly past [`SOFT_LIMIT`] holds the size under the limit.
 pub fn merge_rate(
     pct: u64,
     io_capacity: u64,
@@ -640,6 +660,30 @@ pub fn merge_rate(
     }
     let x = (pages - half) as f64 / (max_pages - half) as f64;
     base + (io_capacity as f64 - base).max(0.0) * x
+}
+
+/// The fraction of `max_pages` past which a share of the changes is applied directly.
+pub const SOFT_LIMIT: f64 = 0.9;
+
+/// The share of changes applied directly with the tree at `pages` of `max_pages`: 0 up to
+/// [`SOFT_LIMIT`] of the limit, rising linearly to 1 at it.
+pub fn refuse_share(pages: u64, max_pages: u64) -> f64 {
+    if pages >= max_pages {
+        return 1.0;
+    }
+    let soft = max_pages as f64 * SOFT_LIMIT;
+    let p = pages as f64;
+    if p <= soft {
+        return 0.0;
+    }
+    (p - soft) / (max_pages as f64 - soft)
+}
+
+/// The n-th point of the golden-ratio sequence in [0, 1): any run of it is spread evenly, so
+/// "point < share" picks that share of any run of changes, without randomness.
+fn evenly_spread(n: u64) -> f64 {
+    const PHI_FRAC: f64 = 0.618_033_988_749_894_9;
+    (n as f64 * PHI_FRAC).fract()
 }
 
 fn shard_of(pid: PageId) -> usize {
@@ -1071,6 +1115,28 @@ mod tests {
         ib.merge_all(&inner.ctx()).unwrap();
         assert_eq!(ib.entries(), 0);
         assert!(counts_match_tree(&inner.ctx(), ib).unwrap());
+    }
+
+    #[test]
+    fn the_share_applied_directly_rises_from_the_soft_limit() {
+        assert_eq!(refuse_share(0, 100), 0.0);
+        assert_eq!(refuse_share(90, 100), 0.0);
+        assert!((refuse_share(95, 100) - 0.5).abs() < 1e-9);
+        assert_eq!(refuse_share(100, 100), 1.0);
+        assert_eq!(refuse_share(120, 100), 1.0);
+        assert_eq!(refuse_share(0, 0), 1.0);
+        // the sequence picks the share of any run of changes, within a change or two
+        for share in [0.1, 0.37, 0.5, 0.9] {
+            for start in [0u64, 17, 1_000_003] {
+                let picked = (start..start + 1_000)
+                    .filter(|&n| evenly_spread(n) < share)
+                    .count() as f64;
+                assert!(
+                    (picked - share * 1_000.0).abs() <= 2.0,
+                    "{share} {start}: {picked}"
+                );
+            }
+        }
     }
 
     #[test]

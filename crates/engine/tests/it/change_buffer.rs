@@ -235,6 +235,71 @@ fn the_background_merge_empties_the_buffer() {
     assert_check(&db);
 }
 
+/// The background merge takes its log space in line with the transactions: with four writers
+/// keeping a 2 x 1 MiB log full (commits wait for room again and again), it empties the
+/// buffer, and a merge waiting at the head of the admission queue neither deadlocks with the
+/// writers queued behind it nor stops them.
+#[test]
+fn the_background_merge_gets_log_space_while_writers_wait_for_it() {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    let mut o = small_opts();
+    o.set("log_buffer_size", "512K").unwrap();
+    let (_sim, db, idx, n, mut model) = filled(o);
+    churn(&db);
+    change(&db, &idx, n, &mut model, 0);
+    // the fill's churn commit needs a larger log than the writers below should find
+    db.resize_log(2 << 20).unwrap();
+    let buffered = db.status().change_buffer.entries;
+    assert!(buffered > 0);
+    let plain = db.create_table("plain").unwrap();
+    let stop = AtomicBool::new(false);
+    let commits = AtomicU64::new(0);
+    std::thread::scope(|s| {
+        for th in 0..4u64 {
+            let (db, plain, stop, commits) = (&db, &plain, &stop, &commits);
+            s.spawn(move || {
+                let mut i = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    let mut txn = db.begin();
+                    for j in 0..100 {
+                        let k = (th * 1_000_003 + i * 7_919 + j * 104_729) % 3_000;
+                        txn.put(plain, &key16(k), &val(k, 400)).unwrap();
+                    }
+                    txn.commit().unwrap();
+                    commits.fetch_add(1, Ordering::Relaxed);
+                    i += 1;
+                }
+            });
+        }
+        while commits.load(Ordering::Relaxed) < 20 {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let waits_before = db.status().flush.room_waits + db.status().flush.log_space_waits;
+        db.set_option("change_buffer_merge_pct", "100").unwrap();
+        let start = std::time::Instant::now();
+        while db.status().change_buffer.entries > 0 {
+            assert!(
+                start.elapsed() < std::time::Duration::from_secs(30),
+                "the background merge did not empty the buffer while writers waited: {:?}",
+                db.status().change_buffer
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        stop.store(true, Ordering::Relaxed);
+        let st = db.status();
+        // the writers did wait for log space meanwhile: the merge competed with them
+        assert!(
+            st.flush.room_waits + st.flush.log_space_waits > waits_before,
+            "{:?}",
+            st.flush
+        );
+    });
+    let st = db.status().change_buffer;
+    assert!(st.merges_by_background > 0, "{st:?}");
+    assert_eq!(all_keys(&db, &idx), model);
+    assert_check(&db);
+}
+
 #[test]
 fn options_turn_buffering_off_by_kind_and_by_size() {
     let (_sim, db, idx, n, mut model) = filled(small_opts());
