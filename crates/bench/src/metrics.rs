@@ -305,7 +305,8 @@ engine_metrics! {
     change_buffer_merges_by_read => change_buffer_merges_by_read: count "pages" from "change_buffer_merges_by_read";
     /// Leaves whose buffered changes the background merge applied.
     change_buffer_merges_by_background => change_buffer_merges_by_background: count "pages" from "change_buffer_merges_by_background";
-    /// Changes applied directly because the change buffer was at change_buffer_max_size.
+    /// Changes applied directly because the change buffer was at or near
+    /// change_buffer_max_size (a share rising from none at 9/10 of it to all at it).
     change_buffer_full_skips => change_buffer_full_skips: count "changes" from "change_buffer_full_skips";
     /// Pages of the change buffer's tree (its size, bounded by change_buffer_max_size).
     change_buffer_pages => change_buffer_pages: gauge(u64) "pages" from "change_buffer_tree_pages";

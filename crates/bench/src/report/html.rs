@@ -324,10 +324,10 @@ fn stall_chart(rows: &[SampleRow]) -> Chart {
 /// size, bounded by change_buffer_max_size). An insert workload's throughput follows the mix
 /// of buffered and direct changes, so this is where a wave in it is explained.
 fn change_buffer_chart(rows: &[SampleRow]) -> Option<Chart> {
-    fn e(r: &SampleRow) -> &crate::metrics::EngineInterval {
-        &r.engine
-    }
-    if rows.iter().all(|r| e(r).change_buffer_entries.is_none()) {
+    if rows
+        .iter()
+        .all(|r| r.engine.change_buffer_entries.is_none())
+    {
         return None;
     }
     Some(
@@ -336,30 +336,33 @@ fn change_buffer_chart(rows: &[SampleRow]) -> Option<Chart> {
             .with(Series::new(
                 "changes buffered",
                 pts(rows, |r| {
-                    let (i, d) = (e(r).change_buffer_inserts?, e(r).change_buffer_deletes?);
+                    let (i, d) = (
+                        r.engine.change_buffer_inserts?,
+                        r.engine.change_buffer_deletes?,
+                    );
                     Some((i + d) as f64)
                 }),
             ))
             .with(Series::new(
                 "changes merged",
-                pts(rows, |r| count(e(r).change_buffer_merged)),
+                pts(rows, |r| count(r.engine.change_buffer_merged)),
             ))
             .with(Series::new(
                 "changes applied directly (buffer near its limit)",
-                pts(rows, |r| count(e(r).change_buffer_full_skips)),
+                pts(rows, |r| count(r.engine.change_buffer_full_skips)),
             ))
             .with(Series::new(
                 "leaves merged by reads",
-                pts(rows, |r| count(e(r).change_buffer_merges_by_read)),
+                pts(rows, |r| count(r.engine.change_buffer_merges_by_read)),
             ))
             .with(Series::new(
                 "leaves merged in the background",
-                pts(rows, |r| count(e(r).change_buffer_merges_by_background)),
+                pts(rows, |r| count(r.engine.change_buffer_merges_by_background)),
             ))
             .with(
                 Series::new(
                     "pages of its tree",
-                    pts(rows, |r| count(e(r).change_buffer_pages)),
+                    pts(rows, |r| count(r.engine.change_buffer_pages)),
                 )
                 .right(),
             ),

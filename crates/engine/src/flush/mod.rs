@@ -275,16 +275,29 @@ impl Durability {
         self.check_poison()?;
         self.max_dirty_foreground()?;
         let (asyncp, syncp) = self.points();
-        if self.admit_waiters.load(Ordering::Acquire) == 0 {
-            if let Some(r) = self.try_reserve(redo_bytes, asyncp, syncp) {
-                return Ok(r);
-            }
+        if let Some(r) = self.reserve_unqueued(redo_bytes, asyncp, syncp) {
+            return Ok(r);
         }
-        self.admit_waiters.fetch_add(1, Ordering::AcqRel);
         let since = Instant::now();
+        self.in_turn(|| self.admit_stalled(redo_bytes, asyncp, syncp, since))
+    }
+
+    /// A reservation taken at once: only when nobody waits in the admission queue (waiters
+    /// are served in arrival order) and it fits.
+    fn reserve_unqueued(&self, bytes: u64, asyncp: u64, syncp: u64) -> Option<Reservation<'_>> {
+        if self.admit_waiters.load(Ordering::Acquire) != 0 {
+            return None;
+        }
+        self.try_reserve(bytes, asyncp, syncp)
+    }
+
+    /// Runs `f` at the head of the admission queue: one waiter at a time, in arrival order,
+    /// counted in `admit_waiters` so later arrivals queue behind it.
+    fn in_turn<R>(&self, f: impl FnOnce() -> R) -> R {
+        self.admit_waiters.fetch_add(1, Ordering::AcqRel);
         let res = {
             let _turn = self.admit_turn.lock();
-            self.admit_stalled(redo_bytes, asyncp, syncp, since)
+            f()
         };
         self.admit_waiters.fetch_sub(1, Ordering::AcqRel);
         res
@@ -310,19 +323,11 @@ impl Durability {
         if stop.load(Ordering::Acquire) {
             return Ok(None);
         }
-        if self.admit_waiters.load(Ordering::Acquire) == 0 {
-            let (asyncp, syncp) = self.points();
-            if let Some(r) = self.try_reserve(redo_bytes, asyncp, syncp) {
-                return Ok(Some(r));
-            }
+        let (asyncp, syncp) = self.points();
+        if let Some(r) = self.reserve_unqueued(redo_bytes, asyncp, syncp) {
+            return Ok(Some(r));
         }
-        self.admit_waiters.fetch_add(1, Ordering::AcqRel);
-        let res = {
-            let _turn = self.admit_turn.lock();
-            self.background_wait(redo_bytes, stop)
-        };
-        self.admit_waiters.fetch_sub(1, Ordering::AcqRel);
-        res
+        self.in_turn(|| self.background_wait(redo_bytes, stop))
     }
 
     /// [`Self::admit_background`]'s wait at the head of the queue: asks the page cleaner for
