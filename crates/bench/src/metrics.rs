@@ -257,6 +257,9 @@ engine_metrics! {
     admission_delay_us => admission_delay_ms: micros "ms" from "admission_delay_us";
     /// Admission delay currently asked of each commit.
     admission_delay_now_us => admission_delay_now_us: gauge(u64) "us" from "admission_delay_now_us";
+    /// Page-write batches the page cleaner and the LRU cleaner may keep in flight (evenkeel's
+    /// adaptive write concurrency, at most write_io_threads).
+    write_concurrency => write_concurrency: gauge(u64) "batches" from "write_concurrency";
     /// Of the admission delay, the time commits waited for the page cleaner to make room in
     /// the log (evenkeel's room waits, under steady).
     room_wait_us => room_wait_ms: micros "ms" from "room_wait_us";

@@ -34,6 +34,8 @@ pub struct Status {
     pub flush: FlushCounts,
     /// The admission delay the last commit waited (or the policy asked at its last loop), µs.
     pub admission_delay_now_us: u64,
+    /// Page-write batches the cleaners may keep in flight now (adaptive_write_concurrency).
+    pub write_concurrency: u64,
     /// Appends that found the log full and waited for the page cleaner to free space.
     pub log_full_waits: u64,
     /// Checkpoints written by the page cleaner, a sharp checkpoint or a log-full wait.
@@ -109,6 +111,9 @@ metrics! {
     dirty_pct: Gauge "%", "Dirty pages per 100 pool pages (InnoDB's formula).", |s| s.dirty_pct;
     admission_delay_now_us: Gauge "us", "The admission delay the last commit was asked to wait.",
         |s| s.admission_delay_now_us;
+    write_concurrency: Gauge "batches",
+        "Page-write batches the cleaners may keep in flight now (at most write_io_threads).",
+        |s| s.write_concurrency;
     log_full_waits: Counter "waits", "Appends that found the log full and waited for room.",
         |s| s.log_full_waits;
     checkpoints: Counter "checkpoints", "Checkpoints written.", |s| s.checkpoints;

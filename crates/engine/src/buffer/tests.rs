@@ -285,7 +285,8 @@ fn hits_without_the_mutex_race_evictions_safely() {
         }
         s.spawn(|| {
             while !stop.load(Ordering::Relaxed) {
-                p.lru_clean(8, 32, &|_| true, 4, 2).unwrap();
+                p.lru_clean(8, 32, &|_| true, 4, 2, &|b| p.flush_batch(b))
+                    .unwrap();
                 std::thread::yield_now();
             }
         });
@@ -326,7 +327,9 @@ fn lru_clean_writes_tail_batches_concurrently_and_frees_them() {
     dirty(&p, &pids);
     assert_eq!(p.status().pages_free, 0);
     let pinned = p.read(PageId(0)).unwrap(); // the coldest page, held by a reader
-    let (freed, written) = p.lru_clean(40, 64, &|_| true, 8, 3).unwrap();
+    let (freed, written) = p
+        .lru_clean(40, 64, &|_| true, 8, 3, &|b| p.flush_batch(b))
+        .unwrap();
     // 40 wanted: the pinned page is skipped, the next 40 coldest are written and freed
     assert_eq!(written, 40);
     assert_eq!(freed, 40);

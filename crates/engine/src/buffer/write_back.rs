@@ -305,7 +305,8 @@ impl BufferPool {
     /// in an instance, scan up to `scan_depth` frames from its LRU tail, evicting clean
     /// unpinned pages to the free list and taking dirty ones (as many as the free list still
     /// lacks) to write. The dirty pages are written in batches of `batch_pages` by up to
-    /// `writers` concurrent writers, and each batch's pages go to the free list as soon as that
+    /// `writers` concurrent writers, each batch through `write` (which writes it with
+    /// [`Self::flush_batch`], timing it), and each batch's pages go to the free list as soon as that
     /// batch is written, so a reader waiting for a frame gets one after the first batch, not
     /// after the whole pass. Returns (frames freed, dirty pages written). Keeps free frames
     /// ready so readers need not write.
@@ -316,6 +317,7 @@ impl BufferPool {
         pick: &dyn Fn(usize) -> bool,
         batch_pages: usize,
         writers: usize,
+        write: &(dyn Fn(&[FrameId]) -> Result<usize> + Sync),
     ) -> Result<(usize, usize)> {
         let mut freed = 0;
         let mut dirty = Vec::new();
@@ -362,7 +364,7 @@ impl BufferPool {
                 let Some(batch) = batches.get(i) else {
                     return Ok(());
                 };
-                written.fetch_add(self.flush_batch(batch)?, Ordering::Relaxed);
+                written.fetch_add(write(batch)?, Ordering::Relaxed);
                 let mut n = 0;
                 for &fid in batch.iter() {
                     let k = self.instance_of_frame(fid);

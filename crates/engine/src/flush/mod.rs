@@ -16,6 +16,7 @@
 //! Never: flush while holding a page latch (a page cleaner would wait on that very page).
 
 pub mod cleaner;
+pub mod concurrency;
 pub mod lru;
 pub mod policy;
 mod resize;
@@ -102,6 +103,8 @@ pub struct Durability {
     /// Free frames per buffer-pool instance the LRU cleaner keeps ready (set by the cleaner
     /// from the policy's plan each loop).
     pub lru_free_target: AtomicU64,
+    /// Page-write batches the page cleaner and the LRU cleaner keep in flight.
+    pub write_concurrency: concurrency::WriteConcurrency,
     lru_wake: Mutex<bool>,
     lru_wake_cv: Condvar,
     /// Old row versions kept for read views (the per-second sample reports the history).
@@ -132,6 +135,7 @@ impl Durability {
             admission_delay_now_us: AtomicU64::new(0),
             admission: RwLock::new(None),
             lru_free_target: AtomicU64::new(0),
+            write_concurrency: concurrency::WriteConcurrency::default(),
             lru_wake: Mutex::new(false),
             lru_wake_cv: Condvar::new(),
             versions: crate::mvcc::VersionStore::new(history_limit),

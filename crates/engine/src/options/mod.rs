@@ -133,6 +133,8 @@ knobs! {
     write_bandwidth_max: u64 = 0, Kind::Size { min: 0, max: TIB };
     /// Page-write batches in flight at once: doublewrite segments, and the page cleaner's concurrent writers.
     write_io_threads: u64 = 4, Kind::Int { min: 1, max: 64, unit: "threads" };
+    /// Keep as few page-write batches in flight as keep the device busy, up to write_io_threads, so commits' log writes do not queue behind page writes (off: always write_io_threads). Dynamic.
+    adaptive_write_concurrency: bool = true, Kind::Bool;
     /// Which changes to index tables (Database::create_index_table) the change buffer records instead of reading a leaf that is not in the buffer pool: none, inserts, deletes, all. Dynamic.
     change_buffering: usize = 3, Kind::Name(CHANGE_BUFFERING_NAMES);
     /// Most pages the change buffer's tree may take, in percent of the buffer pool: past 9/10 of it a share of changes rising to all at it is applied directly, and at it the background merge runs at io_capacity_max. Dynamic.
@@ -159,6 +161,7 @@ pub const DYNAMIC_KNOBS: &[&str] = &[
     "read_ahead",
     "read_ahead_threshold",
     "write_bandwidth_max",
+    "adaptive_write_concurrency",
     "lock_wait_timeout",
     "flush_log_at_trx_commit",
     "transaction_isolation",

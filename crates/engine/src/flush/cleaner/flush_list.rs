@@ -17,18 +17,23 @@ const CHECKPOINT_EVERY: Duration = Duration::from_millis(20);
 
 /// Writes what the plan asks from the flush lists (oldest first, with neighbours), spread over
 /// `page_cleaners` threads by buffer-pool instance, each share written by
-/// `write_io_threads / page_cleaners` (at least one) concurrent writers, advancing the
+/// `writers / page_cleaners` (at least one) concurrent writers — `writers` is what
+/// `Durability::write_concurrency` allows now, at most `write_io_threads` — advancing the
 /// checkpoint as it goes. A writer takes the oldest pages nobody is writing and prepares its
 /// batch (marks the pages `io_busy`, copies them) under its share's lock, then writes it outside
 /// the lock, through whichever doublewrite segment is free: batches are taken in flush-list
-/// order, are disjoint, and up to `write_io_threads` are in flight at once.
+/// order, are disjoint, and up to `writers` are in flight at once.
 /// LRU cleaning is the LRU cleaner's (lru.rs).
 pub(super) fn carry_out(dur: &Durability, plan: &FlushPlan, knobs: &Options) -> Result<u64> {
     let threads = (knobs.page_cleaners as usize).clamp(1, dur.pool.instance_count());
     if plan.flush_list_pages == 0 {
         return Ok(0);
     }
-    let writers = (knobs.write_io_threads as usize).div_ceil(threads).max(1);
+    let all = dur.write_concurrency.writers(
+        knobs.write_io_threads as usize,
+        knobs.adaptive_write_concurrency,
+    );
+    let writers = all.div_ceil(threads).max(1);
     let last_cp = Mutex::new(Instant::now());
     let work = |idx: usize| -> Result<u64> {
         let pick = move |k: usize| k % threads == idx;
@@ -63,7 +68,10 @@ pub(super) fn carry_out(dur: &Durability, plan: &FlushPlan, knobs: &Options) -> 
                     *left = left.saturating_sub(batch.len());
                     batch
                 };
-                flushed += batch.write().inspect_err(|e| dur.poison(e))? as u64;
+                flushed += dur
+                    .write_concurrency
+                    .timed(|| batch.write())
+                    .inspect_err(|e| dur.poison(e))? as u64;
                 if *left.lock() > 0 {
                     let mut last = last_cp.lock();
                     if last.elapsed() >= CHECKPOINT_EVERY {
