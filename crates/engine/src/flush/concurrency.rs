@@ -4,13 +4,12 @@
 //! Why: a commit's log write and fsync go to the same device as the page writes, and wait
 //! behind every page write queued there. More batches in flight than the device serves at once
 //! add no throughput, only queue, and each commit waits it out while holding its key locks,
-//! so the transactions queued on hot rows wait it again. Measured on a device throttled to
-//! 200 MB/s (TPC-C in a 1 GiB pool, a 2 x 4 MiB log, steady): with 4 batches in flight the
-//! log's fsyncs took 1.6 ms and New-Order/s swung 350-616 from second to second; with 1 or 2 in
-//! flight, the same page rate, fsyncs under 1 ms and 466-527 (docs/measurements.md, "Write
-//! concurrency"). On a device that serves batches in parallel (an SSD whose fsyncs overlap) one
-//! writer at a time is far too few: the doublewrite area's two fsyncs per batch bound a single
-//! writer (about 2,000 pages/s on this machine's virtual disk), so the number cannot be fixed.
+//! so the transactions queued on hot rows wait it again: on a device that serves one batch at
+//! a time, four in flight wrote no more pages than two but made every second's commit rate
+//! swing (docs/measurements.md, "Write concurrency"). Nor can the number be fixed low: on a
+//! device that serves batches in parallel (an SSD whose fsyncs overlap) the doublewrite
+//! area's two fsyncs per batch bound a single writer (about 2,000 pages/s on this machine's
+//! virtual disk).
 //!
 //! The law is TCP Vegas' estimate of the queue (Brakmo & Peterson, "TCP Vegas: End to End
 //! Congestion Avoidance on a Global Internet", IEEE JSAC 1995), with BBR's periodic probe of
