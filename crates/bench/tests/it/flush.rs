@@ -181,6 +181,7 @@ fn schedule_applies_at_its_second_and_dir_is_reused() {
         "stall_free_frame_ms",
         "admission_delay_ms",
         "admission_delay_now_us",
+        "write_concurrency",
         "room_wait_ms",
         "pages_redirtied_in_write",
         "read_ahead_pages",

@@ -57,6 +57,7 @@ pub(crate) fn recorded() -> Vec<SampleRow> {
                 stall_free_frame_ms: Some(0.0),
                 admission_delay_ms: Some(if t > 20 { 4.0 } else { 0.0 }),
                 admission_delay_now_us: Some(if t > 20 { 100 } else { 0 }),
+                write_concurrency: Some(2),
                 room_wait_ms: Some(if t > 50 { 1.0 } else { 0.0 }),
                 pages_read: Some(10),
                 pages_written: Some(220),
