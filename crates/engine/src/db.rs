@@ -211,13 +211,11 @@ impl Database {
             flush_policy,
             flush: i.dur.counters.snapshot(),
             admission_delay_now_us: ld(&i.dur.admission_delay_now_us),
-            write_concurrency: {
-                let k = i.dur.knobs.read();
-                i.dur
-                    .write_concurrency
-                    .writers(k.write_io_threads as usize, k.adaptive_write_concurrency)
-                    as u64
-            },
+            write_concurrency: i
+                .dur
+                .write_concurrency
+                .writers(i.dur.knobs.read().adaptive_write_concurrency)
+                as u64,
             log_full_waits: ld(&i.dur.space.log_full_waits),
             checkpoints: ld(&i.dur.space.checkpoints),
             recovery: i.recovery.clone(),

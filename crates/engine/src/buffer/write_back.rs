@@ -306,8 +306,8 @@ impl BufferPool {
     /// unpinned pages to the free list and taking dirty ones (as many as the free list still
     /// lacks) to write. The dirty pages are written in batches of `batch_pages` by up to
     /// `writers` concurrent writers, each batch through `write` (which writes it with
-    /// [`Self::flush_batch`], timing it), and each batch's pages go to the free list as soon as that
-    /// batch is written, so a reader waiting for a frame gets one after the first batch, not
+    /// [`Self::flush_batch`], timing it), and each batch's pages go to the free list as soon as
+    /// that batch is written, so a reader waiting for a frame gets one after the first batch, not
     /// after the whole pass. Returns (frames freed, dirty pages written). Keeps free frames
     /// ready so readers need not write.
     pub fn lru_clean(

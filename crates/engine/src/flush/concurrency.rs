@@ -63,25 +63,20 @@ struct State {
 pub struct WriteConcurrency {
     /// Writers the cleaners may use now.
     limit: AtomicUsize,
-    /// `write_io_threads`, as last passed to [`Self::writers`].
-    max: AtomicUsize,
+    /// `write_io_threads` (fixed at open): the most.
+    max: usize,
     in_flight: AtomicUsize,
     state: Mutex<State>,
 }
 
-impl Default for WriteConcurrency {
-    fn default() -> Self {
-        WriteConcurrency::new(Instant::now())
-    }
-}
-
 impl WriteConcurrency {
-    /// Starts at one writer: the limit rises in a few windows where the device serves
-    /// batches in parallel, and never queues what it does not have to.
-    pub fn new(now: Instant) -> Self {
+    /// At most `max` writers (`write_io_threads`). Starts at one: the limit rises in a few
+    /// windows where the device serves batches in parallel, and never queues what it does not
+    /// have to.
+    pub fn new(max: usize, now: Instant) -> Self {
         WriteConcurrency {
             limit: AtomicUsize::new(1),
-            max: AtomicUsize::new(1),
+            max: max.max(1),
             in_flight: AtomicUsize::new(0),
             state: Mutex::new(State {
                 start: now,
@@ -95,19 +90,17 @@ impl WriteConcurrency {
         }
     }
 
-    /// The writers a cleaner uses for its next pass: `max` (write_io_threads) when not
-    /// `adaptive`, else the controller's limit (at most `max`).
-    pub fn writers(&self, max: usize, adaptive: bool) -> usize {
-        let max = max.max(1);
-        self.max.store(max, Ordering::Relaxed);
+    /// The writers a cleaner uses for its next pass: `write_io_threads` when not `adaptive`
+    /// (`adaptive_write_concurrency`), else the controller's limit.
+    pub fn writers(&self, adaptive: bool) -> usize {
         if adaptive {
-            self.limit.load(Ordering::Relaxed).clamp(1, max)
+            self.limit.load(Ordering::Relaxed).clamp(1, self.max)
         } else {
-            max
+            self.max
         }
     }
 
-    /// The controller's limit now (what [`Self::writers`] gives when adaptive, before `max`).
+    /// The controller's limit now (what [`Self::writers`] gives when adaptive).
     pub fn limit(&self) -> usize {
         self.limit.load(Ordering::Relaxed)
     }
@@ -145,8 +138,7 @@ impl WriteConcurrency {
         s.pages = 0;
         s.in_flight_pages = 0.0;
         let limit = self.limit.load(Ordering::Relaxed);
-        let max = self.max.load(Ordering::Relaxed).max(1);
-        let next = step(&mut s, latency, n, limit, max, now);
+        let next = step(&mut s, latency, n, limit, self.max, now);
         self.limit.store(next, Ordering::Relaxed);
     }
 }
@@ -199,7 +191,7 @@ mod tests {
         let mut now = Instant::now();
         let mut out = Vec::new();
         for _ in 0..windows {
-            let n = c.writers(8, true);
+            let n = c.writers(true);
             let per_page = latency(n as f64);
             let took = Duration::from_secs_f64(per_page * 64.0);
             // n batches inside the window, then one that closes it
@@ -216,7 +208,7 @@ mod tests {
     #[test]
     fn a_device_that_serves_batches_in_parallel_gets_every_writer() {
         // latency per page does not grow with the batches in flight
-        let c = WriteConcurrency::new(Instant::now());
+        let c = WriteConcurrency::new(8, Instant::now());
         let limits = drive(&c, 12, |_| 20e-6);
         assert_eq!(limits[..7], [2, 3, 4, 5, 6, 7, 8], "{limits:?}");
         assert!(limits[7..].iter().all(|&l| l == 8), "{limits:?}");
@@ -225,9 +217,8 @@ mod tests {
     #[test]
     fn a_device_that_serves_one_batch_at_a_time_keeps_the_queue_short() {
         // a saturated device: each batch in flight waits for all the others (latency ∝ n)
-        let c = WriteConcurrency::new(Instant::now());
+        let c = WriteConcurrency::new(8, Instant::now());
         c.limit.store(8, Ordering::Relaxed);
-        c.writers(8, true);
         // the base is measured at one writer first
         c.record(
             64,
@@ -244,8 +235,7 @@ mod tests {
     #[test]
     fn a_stale_base_is_measured_again_at_one_writer() {
         let t0 = Instant::now();
-        let c = WriteConcurrency::new(t0);
-        c.writers(4, true);
+        let c = WriteConcurrency::new(4, t0);
         c.limit.store(3, Ordering::Relaxed);
         // a base measured long ago, at one writer
         c.record(64, 64 * 10 * MS / 1000, 1, t0 + WINDOW);
@@ -262,9 +252,9 @@ mod tests {
 
     #[test]
     fn off_it_gives_write_io_threads_and_timed_counts_the_batch() {
-        let c = WriteConcurrency::new(Instant::now());
-        assert_eq!(c.writers(4, false), 4);
-        assert_eq!(c.writers(4, true), 1);
+        let c = WriteConcurrency::new(4, Instant::now());
+        assert_eq!(c.writers(false), 4);
+        assert_eq!(c.writers(true), 1);
         let r: Result<usize, ()> = c.timed(|| {
             assert_eq!(c.in_flight.load(Ordering::Relaxed), 1);
             Ok(64)

@@ -12,7 +12,8 @@
 //! Each pass, for every buffer-pool instance below the target, it scans up to
 //! max(lru_scan_depth, target) frames from the LRU tail, moves clean unpinned pages to the free
 //! list and writes the dirty ones in doublewrite batches, up to as many batches at once as
-//! `Durability::write_concurrency` allows (at most `write_io_threads`, concurrency.rs), freeing each batch's frames as soon as it is written. One writer at a time left the
+//! `Durability::write_concurrency` allows (at most `write_io_threads`, concurrency.rs),
+//! freeing each batch's frames as soon as it is written. One writer at a time left the
 //! cleaner bound by the doublewrite area's two fsyncs per batch (about 2,000 pages/s here),
 //! and user threads wrote the rest themselves (docs/measurements.md, "The free-frame
 //! producer").
@@ -67,8 +68,7 @@ pub fn run(dur: Arc<Durability>) {
             let k = dur.knobs.read();
             (
                 k.lru_scan_depth.max(per_inst) as usize,
-                dur.write_concurrency
-                    .writers(k.write_io_threads as usize, k.adaptive_write_concurrency),
+                dur.write_concurrency.writers(k.adaptive_write_concurrency),
             )
         };
         let all = |_: usize| true;

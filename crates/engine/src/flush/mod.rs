@@ -123,6 +123,8 @@ impl Durability {
     pub fn new(log: Arc<Log>, pool: Arc<BufferPool>, knobs: Options) -> Arc<Self> {
         let space = Arc::new(LogSpace::new(log.clone()));
         let history_limit = knobs.max_history_size;
+        let write_concurrency =
+            concurrency::WriteConcurrency::new(knobs.write_io_threads as usize, Instant::now());
         let dur = Arc::new(Durability {
             log,
             space,
@@ -135,7 +137,7 @@ impl Durability {
             admission_delay_now_us: AtomicU64::new(0),
             admission: RwLock::new(None),
             lru_free_target: AtomicU64::new(0),
-            write_concurrency: concurrency::WriteConcurrency::default(),
+            write_concurrency,
             lru_wake: Mutex::new(false),
             lru_wake_cv: Condvar::new(),
             versions: crate::mvcc::VersionStore::new(history_limit),

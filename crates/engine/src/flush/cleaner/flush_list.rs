@@ -29,11 +29,11 @@ pub(super) fn carry_out(dur: &Durability, plan: &FlushPlan, knobs: &Options) -> 
     if plan.flush_list_pages == 0 {
         return Ok(0);
     }
-    let all = dur.write_concurrency.writers(
-        knobs.write_io_threads as usize,
-        knobs.adaptive_write_concurrency,
-    );
-    let writers = all.div_ceil(threads).max(1);
+    let writers = dur
+        .write_concurrency
+        .writers(knobs.adaptive_write_concurrency)
+        .div_ceil(threads)
+        .max(1);
     let last_cp = Mutex::new(Instant::now());
     let work = |idx: usize| -> Result<u64> {
         let pick = move |k: usize| k % threads == idx;
