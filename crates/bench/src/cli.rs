@@ -159,8 +159,17 @@ pub struct InsertArgs {
     #[arg(long, default_value_t = 100)]
     pub query_ips: u64,
     /// Upper bound on the seconds of any one step; a step stops early when it is reached.
+    /// l.i1 and l.i2 run this long after their --warmup.
     #[arg(long, default_value_t = 60)]
     pub max_step_seconds: u64,
+    /// Seconds at the start of each l.i1 and l.i2 step that are run and sampled (in
+    /// timeseries.csv under the step's phase, marked excluded) but not measured: the step's
+    /// rows, seconds, ips.av and ips.99 and the summary's figures count from the end of the
+    /// warmup, and the step runs up to --max-step-seconds after it (0 to 3600; --at times
+    /// still count from the start of the first step). A step whose rows are all done inside
+    /// its warmup measures nothing: its line says so and its figures are 0.
+    #[arg(long, value_name = "SECONDS", default_value_t = 0)]
+    pub warmup: u64,
     /// Steps to run, comma-separated, from l.i0,l.x,l.i1,l.i2,qr.
     #[arg(long, default_value = "l.i0,l.x,l.i1,l.i2,qr")]
     pub steps: String,
@@ -177,6 +186,7 @@ impl InsertArgs {
             query_seconds: self.query_seconds,
             query_ips: self.query_ips,
             max_step_seconds: self.max_step_seconds,
+            warmup: self.warmup,
             steps: crate::insert::step::parse_steps(&self.steps)?,
         };
         o.validate()?;
@@ -285,6 +295,7 @@ impl InsertArgs {
             "rows" => self.rows = parse_num(&v.name, value)?,
             "rows_i1" => self.rows_i1 = parse_num(&v.name, value)?,
             "rows_i2" => self.rows_i2 = parse_num(&v.name, value)?,
+            "warmup" => self.warmup = parse_num(&v.name, value)?,
             "engine" => self.common.engine = value.to_string(),
             _ => self.common.set.push(v.label(value)),
         }
@@ -398,5 +409,27 @@ mod tests {
             parse(&["--set", "flush_method=fsync"]),
             ["flush_method=fsync"]
         );
+    }
+
+    #[test]
+    fn an_insert_sweep_varies_the_warmup_as_a_workload_argument() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct T {
+            #[command(flatten)]
+            args: InsertArgs,
+        }
+        let mut a = T::try_parse_from(["insert", "--engine", "model", "--warmup", "4"])
+            .expect("parses")
+            .args;
+        assert_eq!(a.options().expect("valid").warmup, 4);
+        let v = Varied::parse("warmup=0,9").expect("vary");
+        a.apply_varied(&v, "9").expect("a number");
+        let o = a.options().expect("valid");
+        assert_eq!(o.warmup, 9);
+        assert!(o.common.engine.set.is_empty(), "not an engine option");
+        a.warmup = 3601;
+        let e = a.options().expect_err("too long").to_string();
+        assert!(e.contains("--warmup"), "{e}");
     }
 }

@@ -10,6 +10,11 @@
 //! for TPC-C and for the insert benchmark's l.i1. Each cell's command is printed, so a cell
 //! can be rerun on its own.
 //!
+//! Every run is measured after the same warmup (`--warmup`): TPC-C's own, and the first
+//! seconds of each insert cell's l.i1 step, which starts on a fresh copy of the template and
+//! for its first seconds runs at another rate than later; measured from its first second, an
+//! insert cell's detrended p1/mean would be set by that start, for every policy alike.
+//!
 //! The table gives, per cell and policy, throughput p1 over its mean after detrending (the
 //! per-second throughput over its 30-second rolling median: holes show, slow drift does
 //! not; `stability::detrended`), and marks the cells where steady is below the best classic
@@ -145,7 +150,8 @@ pub struct MatrixArgs {
     /// mean), and matrix.txt each round's detrended p1/mean.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10))]
     pub rounds: u32,
-    /// Seconds each TPC-C run warms up before measuring.
+    /// Seconds each run warms up before measuring: TPC-C's warmup, and the first seconds of
+    /// each insert cell's l.i1 step.
     #[arg(long, default_value_t = 10)]
     pub warmup: u64,
     /// Tiny data in every cell (1 small warehouse, 5,000 rows per insert client): checks the
@@ -366,8 +372,8 @@ pub fn cell_command(cell: &Cell, a: &MatrixArgs, data: &str, out: &str) -> Strin
     } else {
         let _ = write!(
             line,
-            " --steps l.i1 --rows-i1 100000000 --max-step-seconds {}",
-            a.seconds
+            " --steps l.i1 --rows-i1 100000000 --max-step-seconds {} --warmup {}",
+            a.seconds, a.warmup
         );
     }
     let _ = write!(
@@ -679,6 +685,39 @@ mod tests {
                 let line = load_command(c, &a, "/tmp/d/template", "/tmp/o/load");
                 BenchLine::try_parse_from(line.split_whitespace())
                     .unwrap_or_else(|e| panic!("{}: {line}: {e}", c.name));
+            }
+        }
+    }
+
+    #[test]
+    fn every_cell_is_measured_after_the_warmup() {
+        let mut a = args();
+        a.warmup = 7;
+        a.seconds = 20;
+        for quick in [false, true] {
+            a.quick = quick;
+            for c in CELLS {
+                let line = cell_command(c, &a, "/tmp/d", "/tmp/o");
+                assert!(line.contains(" --warmup 7 "), "{}: {line}", c.name);
+                let parsed = SweepLine::try_parse_from(line.split_whitespace())
+                    .unwrap_or_else(|e| panic!("{}: {line}: {e}", c.name));
+                match parsed.cmd {
+                    SweepCommand::Tpcc { args, .. } => {
+                        assert_eq!(c.workload, "tpcc");
+                        assert_eq!((args.warmup, args.duration), (7, 20), "{line}");
+                    }
+                    SweepCommand::Insert { args, .. } => {
+                        assert_eq!(c.workload, "insert");
+                        let o = args.options().expect("valid");
+                        assert_eq!((o.warmup, o.max_step_seconds), (7, 20), "{line}");
+                        assert_eq!(o.steps, [crate::insert::step::Step::InsertI1]);
+                        // the l.i1 step's deadline: its warmup, then the measured seconds
+                        assert_eq!(o.max_seconds(), 27);
+                    }
+                }
+                // the load runs l.i0 and l.x, which have no warmup
+                let load = load_command(c, &a, "/tmp/d/template", "/tmp/o/load");
+                assert!(!load.contains("--warmup"), "{}: {load}", c.name);
             }
         }
     }

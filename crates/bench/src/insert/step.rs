@@ -52,6 +52,13 @@ impl Step {
         matches!(self, Step::LoadI0 | Step::InsertI1 | Step::InsertI2)
     }
 
+    /// The timed insert steps into loaded tables (l.i1, l.i2): the steps `--warmup` runs
+    /// unmeasured for its first seconds, as they start on whatever state the load (or a fresh
+    /// copy of it) left.
+    pub fn warms_up(self) -> bool {
+        matches!(self, Step::InsertI1 | Step::InsertI2)
+    }
+
     /// The steps that build the data the others run on (l.i0, l.x): a sweep loads them once.
     pub fn is_load(self) -> bool {
         matches!(self, Step::LoadI0 | Step::BuildIndexes)

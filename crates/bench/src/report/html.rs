@@ -65,7 +65,7 @@ fn count(v: Option<u64>) -> Option<f64> {
 }
 
 /// The charts of one run, in page order. Every time chart's x axis runs from 0 to the run's
-/// last second, and carries the warm-up band and a vertical marker for each `--at` change, at
+/// last second, and carries the warm-up bands and a vertical marker for each `--at` change, at
 /// the second after which it applied.
 pub fn charts(s: &Summary, rows: &[SampleRow]) -> Vec<Chart> {
     let op = &s.op;
@@ -209,11 +209,7 @@ pub fn charts(s: &Summary, rows: &[SampleRow]) -> Vec<Chart> {
         .iter()
         .filter_map(|r| r.event.as_ref().map(|e| (r.t_s as f64, e.clone())))
         .collect();
-    let warmup_end = rows
-        .iter()
-        .take_while(|r| r.phase == "warmup")
-        .last()
-        .map(|r| r.t_s as f64);
+    let warmups = warmup_bands(s, rows);
     [
         tput, tput10, age, flushed, stalls, io, reads, redo, device, lat, cpu,
     ]
@@ -223,8 +219,8 @@ pub fn charts(s: &Summary, rows: &[SampleRow]) -> Vec<Chart> {
         if let Some(last) = rows.last() {
             c = c.x_end(last.t_s as f64);
         }
-        if let Some(end) = warmup_end {
-            c = c.band(0.0, end, "warm-up (not measured)");
+        for &(from, to) in &warmups {
+            c = c.band(from, to, "warm-up (not measured)");
         }
         for (t, e) in &events {
             c = c.vline(*t, e.clone());
@@ -232,6 +228,37 @@ pub fn charts(s: &Summary, rows: &[SampleRow]) -> Vec<Chart> {
         c
     })
     .collect()
+}
+
+/// The warm-up spans of the x axis: TPC-C's "warmup" phase at the start, and the first
+/// `--warmup` seconds of each insert step that had one (its leading excluded rows).
+fn warmup_bands(s: &Summary, rows: &[SampleRow]) -> Vec<(f64, f64)> {
+    let mut bands: Vec<(f64, f64)> = rows
+        .iter()
+        .take_while(|r| r.phase == "warmup")
+        .last()
+        .map(|r| (0.0, r.t_s as f64))
+        .into_iter()
+        .collect();
+    let warmup: Option<usize> = s.config.get("bench.warmup_s").and_then(|v| v.parse().ok());
+    for st in s.steps.iter().filter(|st| st.warmup_s > 0.0) {
+        let warmup_rows = warmup.unwrap_or(st.warmup_s.round() as usize);
+        let Some(first) = rows.iter().position(|r| r.phase == st.step) else {
+            continue;
+        };
+        // a row's t_s is the end of its second: the step starts where the row before ends
+        let from = first.checked_sub(1).map_or(0.0, |i| rows[i].t_s as f64);
+        let end = rows[first..]
+            .iter()
+            .take_while(|r| r.phase == st.step && r.excluded)
+            .take(warmup_rows)
+            .last()
+            .map(|r| r.t_s as f64);
+        if let Some(to) = end {
+            bands.push((from, to));
+        }
+    }
+    bands
 }
 
 /// Checkpoint age (% of log capacity, or MB when the engine has no capacity) with the async
@@ -482,24 +509,29 @@ fn workload_tables(s: &Summary) -> String {
     }
     if !s.steps.is_empty() {
         o.push_str("<h2>Insert benchmark steps</h2>");
+        let warmed = s.steps.iter().any(|st| st.warmup_s > 0.0);
         let rows: Vec<Vec<String>> = s
             .steps
             .iter()
             .map(|st| {
-                vec![
+                let mut row = vec![
                     st.step.clone(),
                     st.rows.to_string(),
                     f2(st.seconds),
                     format!("{:.0}", st.ips_av),
                     format!("{:.0}", st.ips_99),
-                ]
+                ];
+                if warmed {
+                    row.push(st.warmup_note());
+                }
+                row
             })
             .collect();
-        o.push_str(&table(
-            &["step", "rows", "seconds", "ips.av", "ips.99"],
-            &rows,
-            &[0],
-        ));
+        let mut head = vec!["step", "rows", "seconds", "ips.av", "ips.99"];
+        if warmed {
+            head.push("warmup (--warmup: run, not measured)");
+        }
+        o.push_str(&table(&head, &rows, &[0, 5]));
     }
     o
 }

@@ -19,7 +19,8 @@ use crate::sampler::probe::DEVICE_STALL_MS;
 use crate::sampler::SampleRow;
 use crate::stability::{relative_to_rolling_median, stability, Stability, DETREND_WINDOW_S};
 
-/// One step of the insert benchmark.
+/// One step of the insert benchmark. `rows`, `seconds`, `ips_av` and `ips_99` are the
+/// measured part: after the step's warmup (`--warmup`, l.i1 and l.i2), all of it otherwise.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct StepSummary {
     pub step: String,
@@ -27,6 +28,36 @@ pub struct StepSummary {
     pub seconds: f64,
     pub ips_av: f64,
     pub ips_99: f64,
+    /// Seconds the step ran before it was measured (its warmup); 0 without one.
+    #[serde(default)]
+    pub warmup_s: f64,
+    /// Rows inserted in those seconds, in no measured figure.
+    #[serde(default)]
+    pub warmup_rows: u64,
+}
+
+impl StepSummary {
+    /// True when the step had a warmup and finished inside it: nothing of it was measured.
+    pub fn ended_in_warmup(&self) -> bool {
+        self.warmup_s > 0.0 && self.seconds == 0.0
+    }
+
+    /// What the step's warmup left out, for a line beside its figures ("" without one).
+    pub fn warmup_note(&self) -> String {
+        if self.ended_in_warmup() {
+            format!(
+                "ended inside its warmup ({} rows in {:.1} s): nothing measured",
+                self.warmup_rows, self.warmup_s
+            )
+        } else if self.warmup_s > 0.0 {
+            format!(
+                "after a {:.1} s warmup of {} rows, not counted",
+                self.warmup_s, self.warmup_rows
+            )
+        } else {
+            String::new()
+        }
+    }
 }
 
 /// A change the run made to the engine while it ran (`--at TIME:set NAME=VALUE`).

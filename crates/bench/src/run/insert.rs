@@ -4,6 +4,13 @@
 //! The summary's per-op figures come from the main insert step: l.i1 when it ran, else l.i0,
 //! else l.i2 (iibench reports the load with indexes maintained). `--at` times count from the
 //! start of the first step, the time axis of the report.
+//!
+//! `--warmup N`: l.i1 and l.i2 start on tables just loaded, or in a sweep on a fresh copy of
+//! them with a cold buffer pool and nothing in the page cache, and run at another rate for
+//! their first seconds (5-7 s in the stability matrix's insert cells). Their first N seconds
+//! are run and sampled, with the step's phase name, but marked `excluded`, so they are in no
+//! summary figure; the step's rows, seconds, ips.av and ips.99 count from the end of the
+//! warmup, and the step then runs up to `--max-step-seconds` measured seconds.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -13,7 +20,7 @@ use super::engine::{is_persistent, open_driver};
 use super::schedule::{check_with_engine, check_within, Scheduler};
 use super::{config_map, require_positive, wait_second, CommonOptions, DataDir, RunOutput};
 use crate::driver::Driver;
-use crate::error::BenchResult;
+use crate::error::{BenchError, BenchResult};
 use crate::insert::client::{query_loop, ClientState, KINDS, KIND_INDEX, KIND_INSERT, KIND_QUERY};
 use crate::insert::schema::ClientTables;
 use crate::insert::step::Step;
@@ -35,35 +42,80 @@ pub struct InsertOptions {
     pub query_seconds: u64,
     pub query_ips: u64,
     pub max_step_seconds: u64,
+    /// Seconds at the start of each l.i1 and l.i2 step that are run but not measured.
+    pub warmup: u64,
     pub steps: Vec<Step>,
 }
+
+/// The longest `--warmup`, seconds: longer than any warmup a step needs, so a larger value is
+/// taken for a mistake (milliseconds, or a row count) rather than run for hours.
+pub const MAX_WARMUP_S: u64 = 3600;
 
 impl InsertOptions {
     pub fn validate(&self) -> BenchResult<()> {
         require_positive("--clients", self.clients as u64)?;
         require_positive("--max-step-seconds", self.max_step_seconds)?;
         require_positive("--query-ips", self.query_ips)?;
+        if self.warmup > MAX_WARMUP_S {
+            return Err(BenchError::Usage(format!(
+                "--warmup must be 0 to {MAX_WARMUP_S} seconds, got {}",
+                self.warmup
+            )));
+        }
         check_within(
             &self.common.schedule,
             self.max_seconds(),
-            "the steps (at most --max-step-seconds per step, --query-seconds per query step)",
+            "the steps (at most --max-step-seconds per step, plus --warmup for l.i1 and l.i2, \
+             --query-seconds per query step)",
         )?;
         self.common.engine.validate()
     }
 
+    /// The unmeasured seconds at the start of `step`: `warmup` for l.i1 and l.i2, else 0.
+    pub fn warmup_of(&self, step: Step) -> u64 {
+        if step.warms_up() {
+            self.warmup
+        } else {
+            0
+        }
+    }
+
+    /// The longest `step` can take, seconds, its warmup included.
+    pub fn step_max_seconds(&self, step: Step) -> u64 {
+        if step == Step::QueryRange {
+            self.query_seconds
+        } else {
+            self.warmup_of(step).saturating_add(self.max_step_seconds)
+        }
+    }
+
     /// The longest the steps can take, seconds.
     pub fn max_seconds(&self) -> u64 {
-        self.steps
-            .iter()
-            .map(|s| {
-                if *s == Step::QueryRange {
-                    self.query_seconds
-                } else {
-                    self.max_step_seconds
-                }
-            })
-            .sum()
+        self.steps.iter().map(|&s| self.step_max_seconds(s)).sum()
     }
+}
+
+/// What one step did: its measured part, and what its warmup left out.
+struct StepRun {
+    /// Operations (rows, index rows or queries) done after the warmup.
+    rows: u64,
+    /// Seconds from the end of the warmup to the end of the step; 0 when it ended inside it.
+    seconds: f64,
+    /// Per client, primary completions in each measured second.
+    per_client: Vec<Vec<u64>>,
+    warmup_s: f64,
+    warmup_rows: u64,
+}
+
+/// What `Run::sample_until` saw of a step.
+struct Sampled {
+    /// Per client, primary completions in each measured second.
+    per_client: Vec<Vec<u64>>,
+    /// When the warmup's last second was sampled with the step still running: the measured
+    /// part starts there. None when the step had no warmup or ended inside it.
+    measured_from: Option<Instant>,
+    /// Primary completions of the clients in the warmup's seconds.
+    warmup_ops: u64,
 }
 
 /// Sampling state carried across steps.
@@ -81,16 +133,22 @@ struct Run<'a> {
 const LINE_EVERY_S: u64 = 10;
 
 impl Run<'_> {
-    /// Sample once a second until `done` (or `until`); returns per-client primary counts per second.
+    /// Sample once a second until `done` (or `until`). The first `warmup` seconds are
+    /// sampled as `excluded` rows and kept out of the per-client series.
     fn sample_until(
         &mut self,
         done: &AtomicUsize,
         workers: usize,
         until: Option<Instant>,
         stop: &AtomicBool,
-    ) -> Vec<Vec<u64>> {
+        warmup: u64,
+    ) -> Sampled {
         let n = self.clients.recorders.len();
-        let mut per_client: Vec<Vec<u64>> = vec![Vec::new(); n];
+        let mut out = Sampled {
+            per_client: vec![Vec::new(); n],
+            measured_from: None,
+            warmup_ops: 0,
+        };
         // Seconds are counted from the step's start, so every full row is one second long.
         let start = Instant::now();
         let finished = || {
@@ -99,20 +157,31 @@ impl Run<'_> {
         let mut k = 0;
         while wait_second(start, k + 1, &finished) {
             k += 1;
-            self.tick(&mut per_client, false);
+            let in_warmup = k <= warmup;
+            // The tick drains the recorders first: what completes after this instant is in
+            // the next row.
+            let at = Instant::now();
+            let ops = self.tick(&mut out.per_client, in_warmup);
+            if in_warmup {
+                out.warmup_ops += ops;
+            }
             if finished() {
                 break;
             }
+            if k == warmup {
+                out.measured_from = Some(at);
+            }
         }
         stop.store(true, Ordering::Relaxed);
-        per_client
+        out
     }
 
-    /// Sample; a partial second is `excluded` and kept out of the per-client series.
-    fn tick(&mut self, per_client: &mut [Vec<u64>], partial: bool) -> u64 {
-        let mut row = self.sampler.tick(self.d, self.clients, partial);
+    /// Sample; an excluded second (a warmup second, or the partial last second of a step) is
+    /// kept out of the per-client series. Returns the clients' primary completions.
+    fn tick(&mut self, per_client: &mut [Vec<u64>], excluded: bool) -> u64 {
+        let mut row = self.sampler.tick(self.d, self.clients, excluded);
         let counts = self.sampler.last_per_client();
-        if !partial {
+        if !excluded {
             for (series, &c) in per_client.iter_mut().zip(counts) {
                 series.push(c);
             }
@@ -136,21 +205,21 @@ impl Run<'_> {
         if r.t_s >= self.next_line_s {
             self.next_line_s = r.t_s + LINE_EVERY_S;
             self.con.line(&format!(
-                "{:4}, {}: {} /s, p99 {:.3} ms, max {:.3} ms",
-                r.t_s, r.phase, r.ops, r.lat_p99_ms, r.lat_max_ms
+                "{:4}, {}: {} /s, p99 {:.3} ms, max {:.3} ms{}",
+                r.t_s,
+                r.phase,
+                r.ops,
+                r.lat_p99_ms,
+                r.lat_max_ms,
+                if r.excluded { " (not measured)" } else { "" }
             ));
         }
     }
 }
 
-fn step_summary(
-    step: Step,
-    rows: u64,
-    secs: f64,
-    per_client: &[Vec<u64>],
-    clients: usize,
-) -> StepSummary {
-    let rates: Vec<Vec<f64>> = per_client
+fn step_summary(step: Step, r: &StepRun, clients: usize) -> StepSummary {
+    let rates: Vec<Vec<f64>> = r
+        .per_client
         .iter()
         .take(clients)
         .map(|s| {
@@ -165,11 +234,31 @@ fn step_summary(
         .collect();
     StepSummary {
         step: step.name().to_string(),
-        rows,
-        seconds: secs,
-        ips_av: rows as f64 / secs.max(1e-9),
+        rows: r.rows,
+        seconds: r.seconds,
+        ips_av: if r.seconds > 0.0 {
+            r.rows as f64 / r.seconds
+        } else {
+            0.0
+        },
         ips_99: ips99(&rates),
+        warmup_s: r.warmup_s,
+        warmup_rows: r.warmup_rows,
     }
+}
+
+/// A step's line: its measured figures and what its warmup left out.
+fn step_line(s: &StepSummary) -> String {
+    let note = s.warmup_note();
+    format!(
+        "step {}: {} ops in {:.1} s, {:.0} /s, ips.99 {:.0}{}{note}",
+        s.step,
+        s.rows,
+        s.seconds,
+        s.ips_av,
+        s.ips_99,
+        if note.is_empty() { "" } else { "; " }
+    )
 }
 
 pub fn run_insert(o: &InsertOptions) -> BenchResult<RunOutput> {
@@ -212,14 +301,9 @@ pub fn run_insert(o: &InsertOptions) -> BenchResult<RunOutput> {
             _ => KIND_INSERT,
         };
         run.clients.set_primary(kind);
-        let started = Instant::now();
-        let (n, per_client) = run_step(o, &mut run, &mut states, step)?;
-        let secs = started.elapsed().as_secs_f64();
-        let s = step_summary(step, n, secs, &per_client, o.clients);
-        run.con.line(&format!(
-            "step {}: {} ops in {:.1} s, {:.0} /s, ips.99 {:.0}",
-            s.step, s.rows, s.seconds, s.ips_av, s.ips_99
-        ));
+        let r = run_step(o, &mut run, &mut states, step)?;
+        let s = step_summary(step, &r, o.clients);
+        run.con.line(&step_line(&s));
         steps.push(s);
     }
     run.con.finish_bar();
@@ -238,13 +322,17 @@ fn run_step(
     run: &mut Run<'_>,
     states: &mut [ClientState],
     step: Step,
-) -> BenchResult<(u64, Vec<Vec<u64>>)> {
+) -> BenchResult<StepRun> {
     let d = run.d;
     let stop = AtomicBool::new(false);
     let done = AtomicUsize::new(0);
-    let deadline = Instant::now() + Duration::from_secs(o.max_step_seconds);
+    let started = Instant::now();
+    let warmup = o.warmup_of(step);
+    // The step's warmup, then up to --max-step-seconds measured (the query step ends on its
+    // own clock, `until` below).
+    let deadline = started + Duration::from_secs(o.step_max_seconds(step));
     let seed = o.common.seed;
-    std::thread::scope(|s| -> BenchResult<(u64, Vec<Vec<u64>>)> {
+    std::thread::scope(|s| -> BenchResult<StepRun> {
         let clients: &Clients = run.clients;
         let (stop, done) = (&stop, &done);
         let mut handles = Vec::new();
@@ -288,7 +376,8 @@ fn run_step(
         let until = (step == Step::QueryRange)
             .then(|| Instant::now() + Duration::from_secs(o.query_seconds));
         let workers = handles.len();
-        let mut per_client = run.sample_until(done, workers, until, stop);
+        let sampled = run.sample_until(done, workers, until, stop, warmup);
+        let mut per_client = sampled.per_client;
         let mut n = 0;
         for h in handles {
             n += h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))?;
@@ -304,7 +393,31 @@ fn run_step(
         if step == Step::QueryRange {
             n += last;
         }
-        Ok((n, per_client))
+        let ended = Instant::now();
+        Ok(match (warmup, sampled.measured_from) {
+            (0, _) => StepRun {
+                rows: n,
+                seconds: (ended - started).as_secs_f64(),
+                per_client,
+                warmup_s: 0.0,
+                warmup_rows: 0,
+            },
+            (_, Some(from)) => StepRun {
+                rows: n.saturating_sub(sampled.warmup_ops),
+                seconds: (ended - from).as_secs_f64(),
+                per_client,
+                warmup_s: (from - started).as_secs_f64(),
+                warmup_rows: sampled.warmup_ops.min(n),
+            },
+            // The rows were done inside the warmup: the step has no measured part.
+            (_, None) => StepRun {
+                rows: 0,
+                seconds: 0.0,
+                per_client,
+                warmup_s: (ended - started).as_secs_f64(),
+                warmup_rows: n,
+            },
+        })
     })
 }
 
@@ -323,6 +436,7 @@ fn finish(
         ("query_seconds", o.query_seconds.to_string()),
         ("query_ips", o.query_ips.to_string()),
         ("max_step_seconds", o.max_step_seconds.to_string()),
+        ("warmup_s", o.warmup.to_string()),
         (
             "steps",
             o.steps
@@ -376,6 +490,9 @@ fn finish(
             st.step, st.rows, st.seconds, st.ips_av, st.ips_99
         ));
     }
+    for st in s.steps.iter().filter(|st| st.warmup_s > 0.0) {
+        con.result(&format!("{}: {}", st.step, st.warmup_note()));
+    }
     let cols = crate::report::summary::seed002_columns(&s);
     con.result(&cols.iter().map(|c| c.0).collect::<Vec<_>>().join(" "));
     con.result(
@@ -403,4 +520,104 @@ fn finish(
         rows: run.rows,
         out_dir,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::insert::step::parse_steps;
+    use crate::run::schedule::parse_schedule;
+    use crate::run::EngineSpec;
+
+    fn options(steps: &str, warmup: u64, at: &[&str]) -> InsertOptions {
+        let at: Vec<String> = at.iter().map(|s| s.to_string()).collect();
+        InsertOptions {
+            common: CommonOptions {
+                engine: EngineSpec {
+                    engine: "model".into(),
+                    ..EngineSpec::default()
+                },
+                schedule: parse_schedule(&at).expect("schedule"),
+                ..CommonOptions::default()
+            },
+            clients: 1,
+            rows_i0: 10,
+            rows_i1: 10,
+            rows_i2: 10,
+            query_seconds: 5,
+            query_ips: 10,
+            max_step_seconds: 20,
+            warmup,
+            steps: parse_steps(steps).expect("steps"),
+        }
+    }
+
+    #[test]
+    fn the_warmup_lengthens_l_i1_and_l_i2_only() {
+        let o = options("l.i0,l.x,l.i1,l.i2,qr", 3, &[]);
+        let warmups: Vec<u64> = o.steps.iter().map(|&s| o.warmup_of(s)).collect();
+        assert_eq!(warmups, [0, 0, 3, 3, 0]);
+        assert_eq!(o.max_seconds(), 20 + 20 + 23 + 23 + 5);
+        assert_eq!(options("l.i0,l.x,l.i1,l.i2,qr", 0, &[]).max_seconds(), 85);
+        assert_eq!(options("l.i0,l.x,qr", 3, &[]).max_seconds(), 45);
+    }
+
+    #[test]
+    fn the_warmup_is_validated_and_counts_toward_the_schedule() {
+        assert!(options("l.i1", MAX_WARMUP_S, &[]).validate().is_ok());
+        let e = options("l.i1", MAX_WARMUP_S + 1, &[])
+            .validate()
+            .expect_err("too long")
+            .to_string();
+        assert!(e.contains("--warmup") && e.contains("0 to 3600"), "{e}");
+        // --at 25s is past a 20 s l.i1, within one that warms up 10 s first
+        let e = options("l.i1", 0, &["25s:set io_capacity=400"])
+            .validate()
+            .expect_err("past the end")
+            .to_string();
+        assert!(e.contains("(20 s)"), "{e}");
+        assert!(options("l.i1", 10, &["25s:set io_capacity=400"])
+            .validate()
+            .is_ok());
+    }
+
+    #[test]
+    fn a_step_line_says_what_the_warmup_left_out() {
+        let r = StepRun {
+            rows: 300,
+            seconds: 3.0,
+            per_client: vec![vec![50, 50, 50, 50, 50, 50, 50, 50, 50, 50]],
+            warmup_s: 2.0,
+            warmup_rows: 120,
+        };
+        let s = step_summary(Step::InsertI1, &r, 1);
+        assert_eq!((s.rows, s.ips_av, s.ips_99), (300, 100.0, 50.0));
+        assert!(!s.ended_in_warmup());
+        let line = step_line(&s);
+        assert!(
+            line.ends_with("; after a 2.0 s warmup of 120 rows, not counted"),
+            "{line}"
+        );
+        let ended = StepRun {
+            rows: 0,
+            seconds: 0.0,
+            per_client: vec![Vec::new()],
+            warmup_s: 0.4,
+            warmup_rows: 500,
+        };
+        let s = step_summary(Step::InsertI1, &ended, 1);
+        assert_eq!((s.rows, s.ips_av, s.ips_99), (0, 0.0, 0.0));
+        assert!(s.ended_in_warmup());
+        assert!(
+            step_line(&s).contains("ended inside its warmup (500 rows in 0.4 s): nothing measured"),
+            "{}",
+            step_line(&s)
+        );
+        let plain = StepRun {
+            warmup_s: 0.0,
+            warmup_rows: 0,
+            ..r
+        };
+        assert!(!step_line(&step_summary(Step::InsertI1, &plain, 1)).contains("warmup"));
+    }
 }
