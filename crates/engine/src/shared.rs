@@ -297,8 +297,14 @@ fn run_change_buffer_merge(ib: &ChangeBuffer, dur: &Durability) {
             let k = dur.knobs.read();
             (k.change_buffer_merge_pct, k.io_capacity, k.io_capacity_max)
         };
-        credit += ibuf::merge_rate(pct, cap, cap_max, ib.tree_pages(), ib.max_pages())
-            * TICK.as_secs_f64();
+        // the buffer's size by its entries, or the limit once the tree's pages reach it
+        let max = ib.max_pages();
+        let size = if ib.tree_pages() >= max {
+            max
+        } else {
+            ib.size() as u64
+        };
+        credit += ibuf::merge_rate(pct, cap, cap_max, size, max) * TICK.as_secs_f64();
         let n = credit.floor();
         if n < 1.0 {
             continue;

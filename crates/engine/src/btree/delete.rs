@@ -129,6 +129,105 @@ impl Tree {
         Ok(())
     }
 
+    /// If the leaf for `key` holds at most a quarter of a page and the neighbour that takes
+    /// over its keys when it goes can hold its cells too, moves them there and frees the leaf,
+    /// in one mtr under the exclusive SMO latch.
+    ///
+    /// Used on the change buffer's tree, where a merge deletes one target leaf's entries from
+    /// the middle of a leaf that keeps others': without it leaves thin out but are freed only
+    /// when emptied, and the tree's page count climbs while what it holds does not.
+    pub(crate) fn merge_thin_leaf(&self, cx: &Ctx<'_>, key: &[u8]) -> Result<bool> {
+        self.with_merges(cx, || {
+            let _smo = self.smo.write();
+            self.merge_thin_leaf_once(cx, key)
+        })
+    }
+
+    fn merge_thin_leaf_once(&self, cx: &Ctx<'_>, key: &[u8]) -> Step<bool> {
+        let mut mtr = Mtr::new(cx.pool, cx.space);
+        let path = self.latch_path(cx, &mut mtr, key)?;
+        if path.len() < 2 {
+            return Ok(false); // the root
+        }
+        let leaf = path[path.len() - 1].0;
+        let (parent, idx) = path[path.len() - 2];
+        let (n, used) = {
+            let b = mtr.peek(leaf);
+            (node::nslots(b), node::used_space(b))
+        };
+        if n == 0 || used > cx.pool.page_size() / 4 {
+            return Ok(false); // empty (reclaim_empty_leaf frees it) or refilled meanwhile
+        }
+        // The parent keeps at least two children (a root three: it never collapses here), so
+        // only the leaf's slot goes. Keys route to the last slot at or below them, the first
+        // slot taking everything below it: the leaf's keys go to its left neighbour, or to its
+        // right one when it is the first child.
+        let pn = node::nslots(mtr.peek(parent));
+        if pn < if path.len() == 2 { 3 } else { 2 } {
+            return Ok(false);
+        }
+        let (prev, next) = (hdr::prev(mtr.peek(leaf)), hdr::next(mtr.peek(leaf)));
+        let into_left = idx > 0;
+        let heir = node::child(mtr.peek(parent), if into_left { idx - 1 } else { 1 });
+        if heir != if into_left { prev } else { next } {
+            return Err(crate::error::Error::corrupt(
+                cx.pool.file().name(),
+                mtr.pid(leaf).0,
+                "a leaf's sibling links disagree with its parent",
+            )
+            .into());
+        }
+        // Latch in the leaf chain's order, as reclaim_empty_leaf does.
+        let ps = if prev.is_none() {
+            None
+        } else {
+            let s = mtr.write(prev)?;
+            self.guard_leaf(cx, prev, mtr.peek(s))?;
+            Some(s)
+        };
+        let ns = if next.is_none() {
+            None
+        } else {
+            let s = mtr.write(next)?;
+            self.guard_leaf(cx, next, mtr.peek(s))?;
+            Some(s)
+        };
+        let hs_slot = if into_left { ps } else { ns };
+        let Some(heir_s) = hs_slot else {
+            return Ok(false);
+        };
+        if node::free_space(mtr.peek(heir_s)) < used {
+            return Ok(false);
+        }
+        let hs = mtr.write(HEADER_PAGE)?;
+        // All latched: now change. The heir's free bytes made contiguous first, so the copies
+        // below do not compact it (a compaction is logged as such, not as moved bytes).
+        if hdr::frag_bytes(mtr.peek(heir_s)) > 0 {
+            mtr.compact(heir_s);
+        }
+        {
+            let (src, dst) = mtr.pg2(leaf, heir_s);
+            let at = if into_left { node::nslots(dst) } else { 0 };
+            for i in 0..n {
+                if !node::copy_cell(src, i, dst, at + i) {
+                    unreachable!("the heir's free space was checked for the leaf's cells");
+                }
+            }
+        }
+        if let Some(p) = ps {
+            hdr::set_next(mtr.pg(p), next);
+        }
+        if let Some(s) = ns {
+            hdr::set_prev(mtr.pg(s), prev);
+        }
+        space::free(&mut mtr, hs, path[path.len() - 1].0);
+        self.counters.pages_freed.fetch_add(1, Ordering::Relaxed);
+        node::remove(mtr.pg(parent), idx);
+        self.note_leaves(cx, &mtr);
+        mtr.commit()?;
+        Ok(true)
+    }
+
     /// The root has a single child left: pull the child's content up into the root.
     fn collapse_root(&self, mtr: &mut Mtr<'_>, root: Slot, child: Slot, hs: Slot) {
         let (rb, cb) = mtr.pg2(root, child);

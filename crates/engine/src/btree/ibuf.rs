@@ -50,7 +50,7 @@
 use super::{Ctx, Stop, Tree, TreeCounters, MAX_DEPTH};
 use crate::error::{Error, Result};
 use crate::mtr::Mtr;
-use crate::page::{hdr, node, PageType};
+use crate::page::{hdr, node, PageType, PAGE_HEADER_SIZE, PAGE_TRAILER_SIZE};
 use crate::types::PageId;
 use parking_lot::{Mutex, RwLock};
 use std::collections::HashMap;
@@ -138,6 +138,9 @@ crate::counter::counter_group! {
         pages_with_changes: "pages" gauge,
         /// Pages of the change buffer's tree now.
         tree_pages: "pages" gauge,
+        /// Leaves of the change buffer's tree that merges left at most a quarter full, whose
+        /// entries moved into a neighbour so the leaf could be freed.
+        thin_leaves_joined: "pages",
     }
 }
 
@@ -160,6 +163,11 @@ struct PageInfo {
     entries: u32,
     /// Bytes (cells and slots) the buffered inserts will take.
     reserved: u32,
+}
+
+/// The bytes a change buffer entry takes in its leaf (cell and slot).
+fn entry_bytes(key: &[u8], value: &[u8]) -> u64 {
+    (node::CELL_HEADER + key.len() + value.len() + node::SLOT_SIZE) as u64
 }
 
 /// The bytes an insert of `key` (empty value) takes in a leaf.
@@ -241,6 +249,12 @@ pub struct ChangeBuffer {
     /// Changes that met the soft limit ([`ChangeBuffer::wants`]): the index of the evenly
     /// spread sequence that decides which are applied directly.
     gate: AtomicU64,
+    /// Bytes (cells and slots) and count of every entry buffered since open, and of the
+    /// entries found at open: their mean is the size of an entry ([`ChangeBuffer::size`]).
+    entry_bytes_seen: AtomicU64,
+    entries_seen: AtomicU64,
+    /// Bytes of a page a leaf's cells and slots can use.
+    page_room: u64,
     writable: bool,
     pub counters: ChangeBufferCounters,
     /// Set at shutdown: the background merge stops.
@@ -256,6 +270,7 @@ impl ChangeBuffer {
         let pages: PageShards = (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect();
         let counters = ChangeBufferCounters::default();
         let mut max_seq = 0;
+        let (mut bytes_seen, mut seen) = (0u64, 0u64);
         let mut lower: Option<Vec<u8>> = None;
         loop {
             let lb = match &lower {
@@ -274,6 +289,8 @@ impl ChangeBuffer {
                 let (table, pid, seq) = decode_key(k).ok_or_else(bad)?;
                 let (op, key) = decode_value(v).ok_or_else(bad)?;
                 max_seq = max_seq.max(seq);
+                bytes_seen += entry_bytes(k, v);
+                seen += 1;
                 let mut m = pages[shard_of(pid)].lock();
                 let info = m.entry((table, pid.0)).or_default();
                 if info.entries == 0 {
@@ -303,6 +320,9 @@ impl ChangeBuffer {
             trees: RwLock::new(HashMap::new()),
             cursor: Mutex::new(Vec::new()),
             gate: AtomicU64::new(0),
+            entry_bytes_seen: AtomicU64::new(bytes_seen),
+            entries_seen: AtomicU64::new(seen),
+            page_room: (cx.pool.page_size() - PAGE_HEADER_SIZE - PAGE_TRAILER_SIZE) as u64,
             writable,
             counters,
             stop: AtomicBool::new(false),
@@ -351,6 +371,31 @@ impl ChangeBuffer {
     /// Changes buffered now.
     pub fn entries(&self) -> u64 {
         self.counters.entries.load(Ordering::Relaxed)
+    }
+
+    /// The change buffer's size against `change_buffer_max_size`, in pages: the pages its
+    /// entries would fill at [`ENTRY_FILL`] (their count times the mean entry's bytes).
+    ///
+    /// The tree's own page count is no measure of what is buffered: a split adds a page, but
+    /// entries merged out of a leaf that keeps others free nothing, and a leaf is freed only
+    /// when emptied, so the count holds while the entries fall by half. A share applied
+    /// directly off that count kept reading leaves for entries long merged (and an integral
+    /// on it wound up and drained the buffer to a tenth); the entries fall as they are
+    /// merged, so the share answers what is buffered now. The page count stays the hard
+    /// bound ([`ChangeBuffer::wants`]).
+    pub fn size(&self) -> f64 {
+        let seen = self.entries_seen.load(Ordering::Relaxed);
+        if seen == 0 {
+            return 0.0;
+        }
+        let mean = self.entry_bytes_seen.load(Ordering::Relaxed) as f64 / seen as f64;
+        self.entries() as f64 * mean / (self.page_room as f64 * ENTRY_FILL)
+    }
+
+    /// Counts an entry of `bytes` buffered, for the mean entry size.
+    fn saw_entry(&self, bytes: u64) {
+        self.entry_bytes_seen.fetch_add(bytes, Ordering::Relaxed);
+        self.entries_seen.fetch_add(1, Ordering::Relaxed);
     }
 
     pub fn snapshot(&self) -> ChangeBufferCounts {
@@ -421,7 +466,9 @@ impl ChangeBuffer {
     /// Whether a change `op` may be buffered now (the mode, the size limit).
     ///
     /// Past [`SOFT_LIMIT`] of the limit a growing share of changes is applied directly, from
-    /// none there to all at the limit, spread evenly over the changes ([`refuse_share`]).
+    /// none there to all at the limit, spread evenly over the changes ([`refuse_share`]), the
+    /// size measured by the entries ([`ChangeBuffer::size`]); all are when the tree's pages
+    /// reach the limit.
     /// InnoDB stops buffering at its limit and starts again below it; when the workload
     /// buffers faster than the merge drains, that is a cycle of a second or two in which all
     /// changes are buffered (fast) and then none is (every change reads its leaf), and
@@ -432,7 +479,12 @@ impl ChangeBuffer {
         if !self.writable || !self.mode().takes(op) {
             return false;
         }
-        let share = refuse_share(self.tree_pages(), self.max_pages());
+        let max = self.max_pages();
+        let share = if self.tree_pages() >= max {
+            1.0
+        } else {
+            refuse_share(self.size(), max)
+        };
         if share > 0.0 {
             let n = self.gate.fetch_add(1, Ordering::Relaxed);
             if share >= 1.0 || evenly_spread(n) < share {
@@ -662,17 +714,23 @@ pub fn merge_rate(
     base + (io_capacity as f64 - base).max(0.0) * x
 }
 
+/// How full [`ChangeBuffer::size`] counts the tree's pages: a B-tree under random inserts
+/// keeps its leaves about 70% full, and merges thin them without freeing them, so entries
+/// counted at half a page each stay inside the page bound.
+pub const ENTRY_FILL: f64 = 0.5;
+
 /// The fraction of `max_pages` past which a share of the changes is applied directly.
 pub const SOFT_LIMIT: f64 = 0.9;
 
-/// The share of changes applied directly with the tree at `pages` of `max_pages`: 0 up to
-/// [`SOFT_LIMIT`] of the limit, rising linearly to 1 at it.
-pub fn refuse_share(pages: u64, max_pages: u64) -> f64 {
-    if pages >= max_pages {
+/// The share of changes applied directly with the change buffer at `pages` (its size,
+/// [`ChangeBuffer::size`]) of `max_pages`: 0 up to [`SOFT_LIMIT`] of the limit, rising
+/// linearly to 1 at it.
+pub fn refuse_share(pages: f64, max_pages: u64) -> f64 {
+    if pages >= max_pages as f64 {
         return 1.0;
     }
     let soft = max_pages as f64 * SOFT_LIMIT;
-    let p = pages as f64;
+    let p = pages;
     if p <= soft {
         return 0.0;
     }
@@ -726,6 +784,25 @@ struct MergeStep {
     emptied: Option<Vec<u8>>,
     /// Keys of change buffer leaves the step emptied (freed afterwards).
     ibuf_emptied: Vec<Vec<u8>>,
+    /// A key of each change-buffer leaf it left at most a quarter full.
+    ibuf_thin: Vec<Vec<u8>>,
+}
+
+impl MergeStep {
+    /// Notes change-buffer leaf `b` (not the root), which the step deleted entries from up to
+    /// `key`: emptied, it is freed afterwards; at most a quarter full, joined to a neighbour.
+    fn left_behind(&mut self, b: &[u8], key: &[u8]) {
+        let list = if node::nslots(b) == 0 {
+            &mut self.ibuf_emptied
+        } else if node::used_space(b) <= b.len() / 4 {
+            &mut self.ibuf_thin
+        } else {
+            return;
+        };
+        if !list.iter().any(|k| k == key) {
+            list.push(key.to_vec());
+        }
+    }
 }
 
 impl Tree {
@@ -756,13 +833,12 @@ impl Tree {
             return Ok(false);
         }
         let seq = ib.next_seq.fetch_add(1, Ordering::Relaxed);
-        if let Err(e) = ib
-            .tree
-            .put(cx, &entry_key(self.id, pid, seq), &entry_value(op, key))
-        {
+        let (ek, ev) = (entry_key(self.id, pid, seq), entry_value(op, key));
+        if let Err(e) = ib.tree.put(cx, &ek, &ev) {
             ib.unreserve(self.id, pid, op, cell);
             return Err(e);
         }
+        ib.saw_entry(entry_bytes(&ek, &ev));
         let c = match op {
             Op::Insert => &ib.counters.inserts_buffered,
             Op::Delete => &ib.counters.deletes_buffered,
@@ -831,6 +907,7 @@ impl Tree {
         };
         let mut emptied = None;
         let mut ibuf_emptied = Vec::new();
+        let mut ibuf_thin = Vec::new();
         {
             let _smo = self.smo.read();
             let _stripe = ib.stripe(pid).lock();
@@ -853,6 +930,7 @@ impl Tree {
                     .contract_violations
                     .fetch_add(step.violations, Ordering::Relaxed);
                 ibuf_emptied.extend(step.ibuf_emptied);
+                ibuf_thin.extend(step.ibuf_thin);
                 if step.emptied.is_some() {
                     emptied = step.emptied;
                 }
@@ -877,6 +955,13 @@ impl Tree {
         }
         for k in ibuf_emptied {
             ib.tree.reclaim_empty_leaf(cx, &k)?;
+        }
+        for k in ibuf_thin {
+            if ib.tree.merge_thin_leaf(cx, &k)? {
+                ib.counters
+                    .thin_leaves_joined
+                    .fetch_add(1, Ordering::Relaxed);
+            }
         }
         if let Some(k) = emptied {
             self.reclaim_empty_leaf(cx, &k)?;
@@ -913,9 +998,9 @@ impl Tree {
         let mut last_ibuf_key: Option<Vec<u8>> = None;
         loop {
             if i >= node::nslots(mtr.peek(il)) {
-                if node::nslots(mtr.peek(il)) == 0 && mtr.pid(il) != ib.tree.root {
+                if mtr.pid(il) != ib.tree.root {
                     if let Some(k) = &last_ibuf_key {
-                        out.ibuf_emptied.push(k.clone());
+                        out.left_behind(mtr.peek(il), k);
                     }
                 }
                 let next = hdr::next(mtr.peek(il));
@@ -983,11 +1068,9 @@ impl Tree {
             last_key = Some(ukey);
             last_ibuf_key = Some(ikey);
         }
-        if node::nslots(mtr.peek(il)) == 0 && mtr.pid(il) != ib.tree.root {
+        if mtr.pid(il) != ib.tree.root {
             if let Some(k) = &last_ibuf_key {
-                if !out.ibuf_emptied.contains(k) {
-                    out.ibuf_emptied.push(k.clone());
-                }
+                out.left_behind(mtr.peek(il), k);
             }
         }
         let b = mtr.peek(leaf);
@@ -1118,13 +1201,142 @@ mod tests {
     }
 
     #[test]
+    fn leaves_thinned_by_merges_join_a_neighbour_and_the_tree_shrinks() {
+        let db = db();
+        fill_and_churn(&db);
+        let idx = db.table("idx").unwrap();
+        let inner = &db.inner;
+        let cx = inner.ctx();
+        let ib = inner.ibuf.as_deref().unwrap();
+        // room for every change below (the tree stays far under the pool's frames)
+        ib.configure(
+            ChangeBuffering::All,
+            100,
+            4 * inner.pool.frame_count() as u64,
+        );
+        // deletes (they need no room in their leaf, so every one is buffered)
+        for chunk in (0..3000u64).collect::<Vec<_>>().chunks(100) {
+            let mut txn = db.begin();
+            for &i in chunk {
+                txn.delete(&idx, &k(2 * i)).unwrap();
+            }
+            txn.commit().unwrap();
+        }
+        assert_eq!(ib.entries(), 3000, "{:?}", ib.snapshot());
+        // the target leaves with buffered changes, in the change buffer's order
+        let mut targets: Vec<PageId> = Vec::new();
+        let mut from: Option<Vec<u8>> = None;
+        loop {
+            let lower = from.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
+            let batch = ib
+                .tree
+                .scan_batch(&cx, lower, Bound::Unbounded, false, 1024)
+                .unwrap();
+            for (key, _) in &batch.rows {
+                let (_, pid, _) = decode_key(key).unwrap();
+                if targets.last() != Some(&pid) {
+                    targets.push(pid);
+                }
+            }
+            from = batch.rows.last().map(|(k, _)| k.clone()).or(from);
+            if batch.done {
+                break;
+            }
+        }
+        let pages_before = ib.tree_pages();
+        assert!(
+            pages_before >= 4,
+            "{pages_before} pages: too few to thin: {:?}",
+            ib.snapshot()
+        );
+        assert!(targets.len() >= 8, "{}", targets.len());
+        // merge three of every four leaves' changes: every change-buffer leaf keeps about a
+        // quarter of its entries, scattered
+        for (n, &pid) in targets.iter().enumerate() {
+            if n % 4 != 0 {
+                idx.tree.merge_leaf(&cx, pid, MergeBy::Read).unwrap();
+            }
+        }
+        let joined = ib.counters.thin_leaves_joined.load(Ordering::Relaxed);
+        assert!(joined > 0, "{:?}", ib.snapshot());
+        let pages_after = ib.tree_pages();
+        assert!(
+            pages_after * 2 <= pages_before + 1,
+            "{pages_before} -> {pages_after} pages with {} entries left",
+            ib.entries()
+        );
+        // the tree's own pages say the same as its counters
+        assert_eq!(count_pages(&cx, &ib.tree).unwrap(), pages_after);
+        assert!(counts_match_tree(&cx, ib).unwrap());
+        assert_check_ok(&db);
+        // every delete holds, merged or still buffered
+        let txn = db.begin();
+        for i in 0..3000u64 {
+            assert!(txn.get(&idx, &k(2 * i)).unwrap().is_none(), "key {}", 2 * i);
+        }
+        drop(txn);
+        ib.merge_all(&cx).unwrap();
+        assert_eq!(ib.entries(), 0);
+        assert_check_ok(&db);
+    }
+
+    #[test]
+    fn the_size_follows_the_entries_and_the_tree_pages_bound_it() {
+        let db = db();
+        fill_and_churn(&db);
+        let idx = db.table("idx").unwrap();
+        let mut txn = db.begin();
+        for i in (0..3000).step_by(3) {
+            txn.put(&idx, &k(2 * i + 1), &[]).unwrap();
+        }
+        txn.commit().unwrap();
+        let inner = &db.inner;
+        let ib = inner.ibuf.as_deref().unwrap();
+        let (entries, size, pages) = (ib.entries(), ib.size(), ib.tree_pages());
+        assert!(entries > 100, "{entries}");
+        // every entry here is the same size: an entry key, the op and a key of k()'s length
+        let per_entry = (node::CELL_HEADER + 16 + 1 + k(1).len() + node::SLOT_SIZE) as f64;
+        let room = (4096 - PAGE_HEADER_SIZE - PAGE_TRAILER_SIZE) as f64;
+        let want = entries as f64 * per_entry / (room * ENTRY_FILL);
+        assert!((size - want).abs() < 1e-6 * want, "{size} {want}");
+        // merging half the leaves' changes by reads: the size falls with the entries
+        for i in 0..3000 {
+            db.begin().get(&idx, &k(i)).unwrap();
+        }
+        let left = ib.entries();
+        assert!(left < entries, "{left} {entries}");
+        assert!((ib.size() - left as f64 * per_entry / (room * ENTRY_FILL)).abs() < 1e-6 * want);
+        // the share: none under 9/10 of the limit, about half at 95%, all once the tree's own
+        // pages reach the limit whatever the entries
+        let asked = |n: usize| (0..n).filter(|_| ib.wants(Op::Insert)).count();
+        let (s, p) = (ib.size(), ib.tree_pages());
+        ib.configure(ChangeBuffering::All, 100, (s / 0.5).ceil() as u64 + p);
+        assert_eq!(asked(1_000), 1_000);
+        ib.configure(ChangeBuffering::All, 100, (s / 0.95).round() as u64);
+        if ib.tree_pages() < ib.max_pages() {
+            let taken = asked(1_000) as f64;
+            let share = refuse_share(ib.size(), ib.max_pages());
+            assert!(
+                (taken - (1.0 - share) * 1_000.0).abs() <= 3.0,
+                "{taken} {share}"
+            );
+            assert!(share > 0.3 && share < 0.7, "{share}");
+        }
+        ib.configure(ChangeBuffering::All, 100, ib.tree_pages());
+        assert_eq!(asked(100), 0);
+        assert!(pages >= 1);
+        ib.merge_all(&inner.ctx()).unwrap();
+        assert_eq!(ib.size(), 0.0);
+    }
+
+    #[test]
     fn the_share_applied_directly_rises_from_the_soft_limit() {
-        assert_eq!(refuse_share(0, 100), 0.0);
-        assert_eq!(refuse_share(90, 100), 0.0);
-        assert!((refuse_share(95, 100) - 0.5).abs() < 1e-9);
-        assert_eq!(refuse_share(100, 100), 1.0);
-        assert_eq!(refuse_share(120, 100), 1.0);
-        assert_eq!(refuse_share(0, 0), 1.0);
+        assert_eq!(refuse_share(0.0, 100), 0.0);
+        assert_eq!(refuse_share(90.0, 100), 0.0);
+        assert!((refuse_share(95.0, 100) - 0.5).abs() < 1e-9);
+        assert_eq!(refuse_share(100.0, 100), 1.0);
+        assert_eq!(refuse_share(120.0, 100), 1.0);
+        assert_eq!(refuse_share(0.0, 0), 1.0);
         // the sequence picks the share of any run of changes, within a change or two
         for share in [0.1, 0.37, 0.5, 0.9] {
             for start in [0u64, 17, 1_000_003] {

@@ -137,7 +137,7 @@ knobs! {
     adaptive_write_concurrency: bool = true, Kind::Bool;
     /// Which changes to index tables (Database::create_index_table) the change buffer records instead of reading a leaf that is not in the buffer pool: none, inserts, deletes, all. Dynamic.
     change_buffering: usize = 3, Kind::Name(CHANGE_BUFFERING_NAMES);
-    /// Most pages the change buffer's tree may take, in percent of the buffer pool: past 9/10 of it a share of changes rising to all at it is applied directly, and at it the background merge runs at io_capacity_max. Dynamic.
+    /// Most pages the change buffer may take, in percent of the buffer pool: past 9/10 of it (its entries counted as pages half full) a share of changes rising to all at it is applied directly; its tree's pages never pass it; at it the background merge runs at io_capacity_max. Dynamic.
     change_buffer_max_size: u64 = 25, Kind::Int { min: 0, max: 50, unit: "percent" };
     /// Leaves per second the background merge applies buffered changes to, in percent of io_capacity, while the change buffer is under half of change_buffer_max_size; from there it rises to io_capacity at the max. 0: no background merge under half the max. Dynamic.
     change_buffer_merge_pct: u64 = 5, Kind::Int { min: 0, max: 100, unit: "percent of io_capacity" };
