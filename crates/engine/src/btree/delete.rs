@@ -65,21 +65,7 @@ impl Tree {
             return Ok(()); // refilled meanwhile, or it is the root
         }
         // Latch everything first: siblings, header, and (for a collapse) the root's last child.
-        let (prev, next) = (hdr::prev(mtr.peek(leaf)), hdr::next(mtr.peek(leaf)));
-        let ps = if prev.is_none() {
-            None
-        } else {
-            let s = mtr.write(prev)?;
-            self.guard_leaf(cx, prev, mtr.peek(s))?;
-            Some(s)
-        };
-        let ns = if next.is_none() {
-            None
-        } else {
-            let s = mtr.write(next)?;
-            self.guard_leaf(cx, next, mtr.peek(s))?;
-            Some(s)
-        };
+        let sib = self.latch_siblings(cx, &mut mtr, leaf)?;
         let hs = mtr.write(HEADER_PAGE)?;
         // Which levels lose their last child: the leaf, then each parent left with none.
         let mut depth = path.len() - 1;
@@ -106,12 +92,7 @@ impl Tree {
             None
         };
         // All latched: now change.
-        if let Some(p) = ps {
-            hdr::set_next(mtr.pg(p), next);
-        }
-        if let Some(n) = ns {
-            hdr::set_prev(mtr.pg(n), prev);
-        }
+        sib.unlink(&mut mtr);
         for k in (depth..path.len()).rev() {
             space::free(&mut mtr, hs, path[k].0);
             self.counters.pages_freed.fetch_add(1, Ordering::Relaxed);
@@ -177,22 +158,12 @@ impl Tree {
             )
             .into());
         }
-        // Latch in the leaf chain's order, as reclaim_empty_leaf does.
-        let ps = if prev.is_none() {
-            None
+        let sib = self.latch_siblings(cx, &mut mtr, leaf)?;
+        let hs_slot = if into_left {
+            sib.prev_slot
         } else {
-            let s = mtr.write(prev)?;
-            self.guard_leaf(cx, prev, mtr.peek(s))?;
-            Some(s)
+            sib.next_slot
         };
-        let ns = if next.is_none() {
-            None
-        } else {
-            let s = mtr.write(next)?;
-            self.guard_leaf(cx, next, mtr.peek(s))?;
-            Some(s)
-        };
-        let hs_slot = if into_left { ps } else { ns };
         let Some(heir_s) = hs_slot else {
             return Ok(false);
         };
@@ -214,18 +185,35 @@ impl Tree {
                 }
             }
         }
-        if let Some(p) = ps {
-            hdr::set_next(mtr.pg(p), next);
-        }
-        if let Some(s) = ns {
-            hdr::set_prev(mtr.pg(s), prev);
-        }
+        sib.unlink(&mut mtr);
         space::free(&mut mtr, hs, path[path.len() - 1].0);
         self.counters.pages_freed.fetch_add(1, Ordering::Relaxed);
         node::remove(mtr.pg(parent), idx);
         self.note_leaves(cx, &mtr);
         mtr.commit()?;
         Ok(true)
+    }
+
+    /// Latches the siblings of held leaf `leaf`, left then right (the leaf chain's order, the
+    /// same in every SMO that relinks leaves).
+    fn latch_siblings(&self, cx: &Ctx<'_>, mtr: &mut Mtr<'_>, leaf: Slot) -> Step<Siblings> {
+        let (prev, next) = (hdr::prev(mtr.peek(leaf)), hdr::next(mtr.peek(leaf)));
+        let mut latch = |pid: PageId| -> Step<Option<Slot>> {
+            if pid.is_none() {
+                return Ok(None);
+            }
+            let s = mtr.write(pid)?;
+            self.guard_leaf(cx, pid, mtr.peek(s))?;
+            Ok(Some(s))
+        };
+        let prev_slot = latch(prev)?;
+        let next_slot = latch(next)?;
+        Ok(Siblings {
+            prev,
+            next,
+            prev_slot,
+            next_slot,
+        })
     }
 
     /// The root has a single child left: pull the child's content up into the root.
@@ -336,4 +324,24 @@ fn overflow_chains(b: &[u8]) -> Vec<(PageId, usize)> {
             _ => None,
         })
         .collect()
+}
+
+/// A leaf's siblings, latched ([`Tree::latch_siblings`]).
+struct Siblings {
+    prev: PageId,
+    next: PageId,
+    prev_slot: Option<Slot>,
+    next_slot: Option<Slot>,
+}
+
+impl Siblings {
+    /// Links the siblings to each other, leaving the leaf between them out of the chain.
+    fn unlink(&self, mtr: &mut Mtr<'_>) {
+        if let Some(p) = self.prev_slot {
+            hdr::set_next(mtr.pg(p), self.next);
+        }
+        if let Some(n) = self.next_slot {
+            hdr::set_prev(mtr.pg(n), self.prev);
+        }
+    }
 }

@@ -797,7 +797,12 @@ fn leaves_joined_after_merges_survive_a_crash_anywhere_among_them() {
             txn.commit().unwrap();
         }
         let buffered = db.status().change_buffer.entries;
-        assert_eq!(buffered, n / 3, "seed {seed}: {:?}", db.status().change_buffer);
+        assert_eq!(
+            buffered,
+            n / 3,
+            "seed {seed}: {:?}",
+            db.status().change_buffer
+        );
         // reads of three blocks of keys in every four merge most leaves' changes and leave
         // the change buffer's leaves thin; a commit now and then makes the redo so far durable,
         // a flush the pages
@@ -834,10 +839,16 @@ fn leaves_joined_after_merges_survive_a_crash_anywhere_among_them() {
         assert_check(&db);
         let idx = db.table("idx").unwrap();
         assert_eq!(all_keys(&db, &idx), model, "seed {seed}");
-        assert_eq!(db.status().change_buffer.contract_violations, 0, "seed {seed}");
+        assert_eq!(
+            db.status().change_buffer.contract_violations,
+            0,
+            "seed {seed}"
+        );
         db.close().unwrap();
     }
-    println!("thin-leaf crash runs: {runs}, runs with leaves joined: {joined_runs}, joined: {joined}");
+    println!(
+        "thin-leaf crash runs: {runs}, runs with leaves joined: {joined_runs}, joined: {joined}"
+    );
     assert!(
         runs < 4 || joined_runs > 0,
         "no run joined a leaf: the test no longer reaches merge_thin_leaf"
