@@ -147,25 +147,21 @@ impl Tree {
         if pn < if path.len() == 2 { 3 } else { 2 } {
             return Ok(false);
         }
-        let (prev, next) = (hdr::prev(mtr.peek(leaf)), hdr::next(mtr.peek(leaf)));
+        let sib = self.latch_siblings(cx, &mut mtr, leaf)?;
         let into_left = idx > 0;
         let heir = node::child(mtr.peek(parent), if into_left { idx - 1 } else { 1 });
-        if heir != if into_left { prev } else { next } {
+        let (linked, heir_slot) = if into_left {
+            (sib.prev, sib.prev_slot)
+        } else {
+            (sib.next, sib.next_slot)
+        };
+        let Some(heir_s) = heir_slot.filter(|_| heir == linked) else {
             return Err(crate::error::Error::corrupt(
                 cx.pool.file().name(),
                 mtr.pid(leaf).0,
                 "a leaf's sibling links disagree with its parent",
             )
             .into());
-        }
-        let sib = self.latch_siblings(cx, &mut mtr, leaf)?;
-        let hs_slot = if into_left {
-            sib.prev_slot
-        } else {
-            sib.next_slot
-        };
-        let Some(heir_s) = hs_slot else {
-            return Ok(false);
         };
         if node::free_space(mtr.peek(heir_s)) < used {
             return Ok(false);

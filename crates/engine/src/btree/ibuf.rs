@@ -378,9 +378,8 @@ impl ChangeBuffer {
     ///
     /// The tree's own page count is no measure of what is buffered: a split adds a page, but
     /// entries merged out of a leaf that keeps others free nothing, and a leaf is freed only
-    /// when emptied, so the count holds while the entries fall by half. A share applied
-    /// directly off that count kept reading leaves for entries long merged (and an integral
-    /// on it wound up and drained the buffer to a tenth); the entries fall as they are
+    /// when emptied, so the count can hold while the entries fall by half, and a share read
+    /// off it keeps reading leaves for entries long merged. The entries fall as they are
     /// merged, so the share answers what is buffered now. The page count stays the hard
     /// bound ([`ChangeBuffer::wants`]).
     pub fn size(&self) -> f64 {
@@ -730,11 +729,10 @@ pub fn refuse_share(pages: f64, max_pages: u64) -> f64 {
         return 1.0;
     }
     let soft = max_pages as f64 * SOFT_LIMIT;
-    let p = pages;
-    if p <= soft {
+    if pages <= soft {
         return 0.0;
     }
-    (p - soft) / (max_pages as f64 - soft)
+    (pages - soft) / (max_pages as f64 - soft)
 }
 
 /// The n-th point of the golden-ratio sequence in [0, 1): any run of it is spread evenly, so
@@ -1292,7 +1290,7 @@ mod tests {
         txn.commit().unwrap();
         let inner = &db.inner;
         let ib = inner.ibuf.as_deref().unwrap();
-        let (entries, size, pages) = (ib.entries(), ib.size(), ib.tree_pages());
+        let (entries, size) = (ib.entries(), ib.size());
         assert!(entries > 100, "{entries}");
         // every entry here is the same size: an entry key, the op and a key of k()'s length
         let per_entry = (node::CELL_HEADER + 16 + 1 + k(1).len() + node::SLOT_SIZE) as f64;
@@ -1306,6 +1304,30 @@ mod tests {
         let left = ib.entries();
         assert!(left < entries, "{left} {entries}");
         assert!((ib.size() - left as f64 * per_entry / (room * ENTRY_FILL)).abs() < 1e-6 * want);
+        ib.merge_all(&inner.ctx()).unwrap();
+        assert_eq!(ib.size(), 0.0);
+    }
+
+    #[test]
+    fn the_share_reads_the_entries_and_the_tree_pages_bound_it() {
+        let db = db();
+        fill_and_churn(&db);
+        let idx = db.table("idx").unwrap();
+        let ib = db.inner.ibuf.as_deref().unwrap();
+        // deletes need no room in their leaf: every one is buffered under a large limit
+        ib.configure(
+            ChangeBuffering::All,
+            100,
+            4 * db.inner.pool.frame_count() as u64,
+        );
+        for chunk in (0..3000u64).collect::<Vec<_>>().chunks(100) {
+            let mut txn = db.begin();
+            for &i in chunk {
+                txn.delete(&idx, &k(2 * i)).unwrap();
+            }
+            txn.commit().unwrap();
+        }
+        assert_eq!(ib.entries(), 3000, "{:?}", ib.snapshot());
         // the share: none under 9/10 of the limit, about half at 95%, all once the tree's own
         // pages reach the limit whatever the entries
         let asked = |n: usize| (0..n).filter(|_| ib.wants(Op::Insert)).count();
@@ -1313,19 +1335,18 @@ mod tests {
         ib.configure(ChangeBuffering::All, 100, (s / 0.5).ceil() as u64 + p);
         assert_eq!(asked(1_000), 1_000);
         ib.configure(ChangeBuffering::All, 100, (s / 0.95).round() as u64);
-        if ib.tree_pages() < ib.max_pages() {
-            let taken = asked(1_000) as f64;
-            let share = refuse_share(ib.size(), ib.max_pages());
-            assert!(
-                (taken - (1.0 - share) * 1_000.0).abs() <= 3.0,
-                "{taken} {share}"
-            );
-            assert!(share > 0.3 && share < 0.7, "{share}");
-        }
+        // the entries, not the tree's pages, are at 95% of the limit here
+        assert!(ib.tree_pages() < ib.max_pages(), "{p} {}", ib.max_pages());
+        let taken = asked(1_000) as f64;
+        let share = refuse_share(ib.size(), ib.max_pages());
+        assert!(
+            (taken - (1.0 - share) * 1_000.0).abs() <= 3.0,
+            "{taken} {share}"
+        );
+        assert!(share > 0.3 && share < 0.7, "{share}");
         ib.configure(ChangeBuffering::All, 100, ib.tree_pages());
         assert_eq!(asked(100), 0);
-        assert!(pages >= 1);
-        ib.merge_all(&inner.ctx()).unwrap();
+        ib.merge_all(&db.inner.ctx()).unwrap();
         assert_eq!(ib.size(), 0.0);
     }
 
