@@ -174,6 +174,9 @@ fn a_guess_into_a_dropped_table_page_reused_by_a_new_one_is_refused() {
     assert_check(&db);
 }
 
+/// A key's states: (round, value, None for deleted), in round order.
+type States = Vec<(u64, Option<Vec<u8>>)>;
+
 /// One writer changes a few of 200 keys per transaction (values from 10 bytes to 1.5 KiB on
 /// 4 KiB pages, a third of the changes deletes: leaves split, empty, merge and are reused)
 /// while readers get random keys twice in one transaction. Each answer must be a state of
@@ -186,7 +189,7 @@ fn gets_under_concurrent_writes_agree_with_the_history() {
     let (_sim, db) = sim_db(ahi_opts(true));
     let t = db.create_table("t").unwrap();
     // per key: (round, value) in round order, pushed before the round's commit starts
-    let history: Mutex<Vec<Vec<(u64, Option<Vec<u8>>)>>> = Mutex::new(vec![Vec::new(); KEYS]);
+    let history: Mutex<Vec<States>> = Mutex::new(vec![Vec::new(); KEYS]);
     let started = AtomicU64::new(0);
     let done = AtomicU64::new(0);
     let stop = AtomicBool::new(false);
