@@ -238,6 +238,12 @@ impl Database {
                 / (1 + buffer.pages_data + buffer.pages_free) as f64,
             buffer,
             tree: i.tree_counters.snapshot(),
+            adaptive_hash: i
+                .ahi
+                .as_ref()
+                .map(|a| a.counters.snapshot())
+                .unwrap_or_default(),
+            adaptive_hash_entries_max: i.ahi.as_ref().map_or(0, |a| a.capacity() as u64),
             change_buffer: i.ibuf.as_ref().map(|b| b.snapshot()).unwrap_or_default(),
             change_buffer_max_pages: i.ibuf.as_ref().map_or(0, |b| b.max_pages()),
             txns: i.counters.snapshot(),

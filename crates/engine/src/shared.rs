@@ -6,7 +6,7 @@
 //! write every dirty page back, mark a clean shutdown, release the file lock) lives here
 //! because the last handle to drop, of either kind, runs it.
 
-use crate::btree::{ibuf, ChangeBuffer, Ctx, Tree, TreeCounters};
+use crate::btree::{ibuf, AdaptiveHash, ChangeBuffer, Ctx, Tree, TreeCounters};
 use crate::buffer::BufferPool;
 use crate::catalog::Catalog;
 use crate::error::{Error, Result};
@@ -112,6 +112,8 @@ pub(crate) struct DbInner {
     pub(crate) catalog: Catalog,
     /// The change buffer (None only on a read-only open of a file made before it existed).
     pub(crate) ibuf: Option<Arc<ChangeBuffer>>,
+    /// The adaptive hash index (None: `adaptive_hash_index` is off).
+    pub(crate) ahi: Option<AdaptiveHash>,
     pub(crate) ibuf_merger: Mutex<Option<std::thread::JoinHandle<()>>>,
     pub(crate) opts: Options,
     pub(crate) tree_counters: Arc<TreeCounters>,
@@ -129,6 +131,7 @@ impl DbInner {
             pool: &self.pool,
             space: &self.dur.space,
             ibuf: self.ibuf.as_deref(),
+            ahi: self.ahi.as_ref(),
         }
     }
 
@@ -333,6 +336,7 @@ fn merge_admitted(ib: &ChangeBuffer, dur: &Durability, leaves: usize) -> Result<
         pool: &dur.pool,
         space: &dur.space,
         ibuf: Some(ib),
+        ahi: None,
     };
     let per_leaf = 2 * dur.pool.page_size() as u64;
     let mut left = leaves;

@@ -5,7 +5,7 @@
 //! `evenkeel status --metrics`, the workbench's per-second engine extras and its reports read
 //! it, so a counter added to a group reaches all of them without being listed again.
 
-use crate::btree::{ChangeBufferCounts, TreeCounts};
+use crate::btree::{AdaptiveHashCounts, ChangeBufferCounts, TreeCounts};
 use crate::buffer::PoolStatus;
 use crate::counter::{MetricInfo, MetricKind};
 use crate::flush::FlushCounts;
@@ -64,6 +64,10 @@ pub struct Status {
     pub buffer: PoolStatus,
     /// B+tree structure modifications.
     pub tree: TreeCounts,
+    /// Point gets and the adaptive hash index (all 0 when `adaptive_hash_index` is off).
+    pub adaptive_hash: AdaptiveHashCounts,
+    /// Entries the adaptive hash index holds at most (0: off).
+    pub adaptive_hash_entries_max: u64,
     /// The change buffer (btree/ibuf.rs): changes buffered and merged, its size now.
     pub change_buffer: ChangeBufferCounts,
     /// The most pages the change buffer's tree may take (change_buffer_max_size of the pool).
@@ -186,10 +190,14 @@ metrics! {
     file_pages: Gauge "pages", "Pages in the data file.", |s| s.file_pages;
     free_list_pages: Gauge "pages", "Data file pages on the free list.", |s| s.free_list_pages;
     tables: Gauge "tables", "Tables in the catalog.", |s| s.tables;
+    adaptive_hash_entries_max: Gauge "entries",
+        "Entries the adaptive hash index holds at most (0: adaptive_hash_index is off).",
+        |s| s.adaptive_hash_entries_max;
 }
 
 /// Every metric, in the order [`Status::metrics`] gives values: the declared ones above, then
-/// the flush, redo log (named `log_...`), B+tree, change buffer (`change_buffer_...`),
+/// the flush, redo log (named `log_...`), B+tree, adaptive hash index (`adaptive_hash_...`),
+/// change buffer (`change_buffer_...`),
 /// transaction and history counter groups.
 pub fn metric_infos() -> Vec<MetricInfo> {
     DECLARED
@@ -198,6 +206,7 @@ pub fn metric_infos() -> Vec<MetricInfo> {
         .chain(FlushCounts::INFO.iter().copied())
         .chain(LogStats::INFO.iter().copied())
         .chain(TreeCounts::INFO.iter().copied())
+        .chain(AdaptiveHashCounts::INFO.iter().copied())
         .chain(ChangeBufferCounts::INFO.iter().copied())
         .chain(DbCounts::INFO.iter().copied())
         .chain(HistoryStats::INFO.iter().copied())
@@ -213,6 +222,7 @@ impl Status {
             .chain(self.flush.values().into_iter().map(|v| v as f64))
             .chain(self.log.values().into_iter().map(|v| v as f64))
             .chain(self.tree.values().into_iter().map(|v| v as f64))
+            .chain(self.adaptive_hash.values().into_iter().map(|v| v as f64))
             .chain(self.change_buffer.values().into_iter().map(|v| v as f64))
             .chain(self.txns.values().into_iter().map(|v| v as f64))
             .chain(self.history.values().into_iter().map(|v| v as f64));
@@ -241,6 +251,7 @@ mod tests {
             + FlushCounts::INFO.len()
             + LogStats::INFO.len()
             + TreeCounts::INFO.len()
+            + AdaptiveHashCounts::INFO.len()
             + ChangeBufferCounts::INFO.len()
             + DbCounts::INFO.len()
             + HistoryStats::INFO.len();

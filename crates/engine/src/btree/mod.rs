@@ -21,12 +21,15 @@
 //!
 //! Never: change an internal page under the shared SMO latch; keep a page latch across calls.
 
+pub mod ahi;
 mod delete;
+mod get;
 pub mod ibuf;
 mod insert;
 mod overflow;
 mod scan;
 
+pub use ahi::{AdaptiveHash, AdaptiveHashCounts};
 pub use ibuf::{ChangeBuffer, ChangeBufferCounts, ChangeBuffering};
 pub use scan::ScanBatch;
 
@@ -52,6 +55,9 @@ pub struct Ctx<'a> {
     pub space: &'a crate::wal::LogSpace,
     /// The change buffer (None while a database opens, before it is loaded, and in tools).
     pub ibuf: Option<&'a ChangeBuffer>,
+    /// The adaptive hash index point gets consult (None: `adaptive_hash_index` is off, or
+    /// the caller is not a user get path).
+    pub ahi: Option<&'a AdaptiveHash>,
 }
 
 /// Why an operation on a key-set tree stopped before it changed anything: a leaf it latched
@@ -224,17 +230,5 @@ impl Tree {
             format!("tree {} deeper than {MAX_DEPTH} levels (a cycle?)", self.id),
         )
         .into())
-    }
-
-    /// Point lookup.
-    pub fn get(&self, cx: &Ctx<'_>, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        self.with_merges(cx, || {
-            let _smo = self.smo.read();
-            let leaf = self.descend_read(cx, Target::Key(key))?;
-            match node::search(&leaf, key) {
-                Ok(i) => Ok(Some(overflow::read_value(cx, self.id, &leaf, i)?)),
-                Err(_) => Ok(None),
-            }
-        })
     }
 }

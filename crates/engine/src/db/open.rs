@@ -6,7 +6,7 @@
 
 use super::files::{lock_data_file, probe_data_file, repair_torn_pages, require_database};
 use super::{Database, DATA_FILE};
-use crate::btree::{ChangeBuffer, ChangeBuffering, Ctx, TreeCounters};
+use crate::btree::{AdaptiveHash, ChangeBuffer, ChangeBuffering, Ctx, TreeCounters};
 use crate::buffer::{BufferPool, DirectSink, PageSink, PoolConfig};
 use crate::catalog::Catalog;
 use crate::dwb::{Doublewrite, DWB_FILE_NAME};
@@ -303,6 +303,7 @@ impl Database {
                 pool: &pool,
                 space: &dur.space,
                 ibuf: None,
+                ahi: None,
             };
             Catalog::load(&cx, header.catalog_root, tree_counters.clone())?
         };
@@ -311,6 +312,7 @@ impl Database {
                 pool: &pool,
                 space: &dur.space,
                 ibuf: None,
+                ahi: None,
             };
             match catalog.change_buffer_tree(&cx, !read_only)? {
                 Some((id, root)) => {
@@ -328,6 +330,9 @@ impl Database {
                 None => None,
             }
         };
+        let ahi = opts
+            .adaptive_hash_index
+            .then(|| AdaptiveHash::for_pool(pool.frame_count() as u64 * pool.page_size() as u64));
         let inner = DbInner {
             id: NEXT_DB_ID.fetch_add(1, Ordering::Relaxed),
             location,
@@ -345,6 +350,7 @@ impl Database {
             readers: Mutex::new(Vec::new()),
             catalog,
             ibuf,
+            ahi,
             ibuf_merger: Mutex::new(None),
             opts,
             tree_counters,

@@ -3,6 +3,7 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod adaptive_hash;
 mod api;
 mod backup;
 mod bad_input;

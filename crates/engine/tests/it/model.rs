@@ -38,8 +38,9 @@ fn key(k: u16) -> Vec<u8> {
     v
 }
 
-fn run(page_size: usize, ops: Vec<Op>) {
-    let o = opts(page_size, 64 * page_size as u64 * 4);
+fn run(page_size: usize, adaptive_hash_index: bool, ops: Vec<Op>) {
+    let mut o = opts(page_size, 64 * page_size as u64 * 4);
+    o.adaptive_hash_index = adaptive_hash_index;
     let (sim, mut db) = sim_db(o.clone());
     let mut t = db.create_table("t").unwrap();
     let mut committed: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
@@ -114,8 +115,9 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
     #[test]
     fn agrees_with_btreemap(ps in prop::sample::select(vec![4096usize, 8192, 16384, 32768, 65536]),
+                            ahi in any::<bool>(),
                             ops in prop::collection::vec(op(), 1..600)) {
-        run(ps, ops);
+        run(ps, ahi, ops);
     }
 }
 

@@ -1,0 +1,116 @@
+//! get: the point lookup, by the adaptive hash index's guess (ahi.rs) when it has one and
+//! the guess holds, else by a descent from the root.
+//!
+//! Both paths hold the tree's SMO latch shared and one leaf latched shared when they read
+//! the value, and once they have the leaf and the key's slot they do the same thing
+//! (`guard_leaf`, then `overflow::read_value`), so a get answers the same whichever path it
+//! took. Never: answer from a guessed page that fails a check below, or latch the guessed
+//! leaf while holding another page latch.
+
+use super::ahi::{self, AdaptiveHash, Guess};
+use super::{overflow, Ctx, Step, Target, Tree};
+use crate::page::{hdr, node, PageType};
+use crate::types::PageId;
+use std::sync::atomic::Ordering;
+
+impl Tree {
+    /// Point lookup.
+    pub fn get(&self, cx: &Ctx<'_>, key: &[u8]) -> crate::error::Result<Option<Vec<u8>>> {
+        let ahi = cx.ahi.map(|a| (a, ahi::hash(self.id, key)));
+        self.with_merges(cx, || {
+            let _smo = self.smo.read();
+            let guess = ahi.and_then(|(a, h)| a.lookup(h).map(|g| (a, h, g)));
+            match (ahi, guess) {
+                (Some((a, _)), None) => {
+                    a.counters.misses.fetch_add(1, Ordering::Relaxed);
+                }
+                (_, Some((a, h, g))) => match self.get_guessed(cx, a, h, g, key)? {
+                    Some(v) => {
+                        a.counters.hits.fetch_add(1, Ordering::Relaxed);
+                        return Ok(Some(v));
+                    }
+                    None => {
+                        a.counters.failed_guesses.fetch_add(1, Ordering::Relaxed);
+                        a.forget(h, g);
+                    }
+                },
+                (None, None) => {}
+            }
+            let leaf = self.descend_read(cx, Target::Key(key))?;
+            match node::search(&leaf, key) {
+                Ok(i) => {
+                    // a root leaf is reached in one fetch already: no entry for it
+                    if let (Some((a, h)), false) = (ahi, leaf.page_id() == self.root) {
+                        a.record(h, leaf.page_id().0, i);
+                    }
+                    Ok(Some(overflow::read_value(cx, self.id, &leaf, i)?))
+                }
+                Err(_) => Ok(None),
+            }
+        })
+    }
+
+    /// The value of `key` read from the leaf `g` guesses, when that page is, now, the leaf
+    /// of this tree that holds `key`; None when it is not (the caller descends). The caller
+    /// holds the SMO latch shared, and no page latch.
+    ///
+    /// Why a page that passes these checks is the key's leaf, whatever happened since the
+    /// guess was recorded:
+    /// - The SMO latch, shared, excludes every structure modification (split, merge, root
+    ///   growth or collapse, freeing, a drop's `free_all`); each runs whole under it
+    ///   exclusive, unlinking and freeing pages in the same hold. So while it is held, every
+    ///   page whose header says "leaf of tree `self.id`" is a leaf reachable in this tree,
+    ///   and the tree holds each key in one leaf only.
+    /// - The leaf's shared latch excludes a change to it in progress (an optimistic put or
+    ///   delete, a change-buffer merge): the page read is a whole state of the leaf.
+    /// - A page freed since (by a delete that emptied it, a merge, a drop) is formatted
+    ///   `Free` with owner 0: the type check fails. Reused since by another tree (a new
+    ///   table, the catalog, the change buffer), or as an overflow or internal page: the
+    ///   type, level or owner check fails. Reused by this tree as another leaf: it holds
+    ///   `key` only if the tree holds `key` there.
+    /// - The key moved by a split or merge, or deleted: the slot no longer holds it, and the
+    ///   search of the page does not find it.
+    /// - The hash's tag matched another key (a collision): the same key compare fails.
+    /// - A leaf with buffered changes (an index table's, btr/ibuf.rs): `guard_leaf` stops
+    ///   with `Merge` as it does on the descent, and the get starts again after the merge.
+    /// - MVCC: the tree answers the newest committed value on both paths; the read view is
+    ///   applied above the tree (mvcc.rs) to whatever this returns.
+    /// - The page could not be fetched (an I/O or checksum error on a page this get may not
+    ///   need): the descent decides, and reports the errors of the pages it does need.
+    ///
+    /// A slot hint past the page's slots, or pointing at another key, costs the search of
+    /// the page, and the entry is given the slot found.
+    fn get_guessed(
+        &self,
+        cx: &Ctx<'_>,
+        a: &AdaptiveHash,
+        h: u64,
+        g: Guess,
+        key: &[u8],
+    ) -> Step<Option<Vec<u8>>> {
+        let pid = PageId(g.page);
+        let Ok(leaf) = cx.pool.read(pid) else {
+            return Ok(None);
+        };
+        let b: &[u8] = &leaf;
+        if hdr::page_type(b) != Some(PageType::Leaf) || hdr::level(b) != 0 {
+            return Ok(None);
+        }
+        if hdr::owner(b) != self.id {
+            return Ok(None);
+        }
+        self.guard_leaf(cx, pid, b)?;
+        let slot = if g.slot < node::nslots(b) && node::key(b, g.slot) == key {
+            g.slot
+        } else {
+            match node::search(b, key) {
+                Ok(i) => {
+                    a.record(h, g.page, i);
+                    i
+                }
+                Err(_) => return Ok(None),
+            }
+        };
+        Ok(Some(overflow::read_value(cx, self.id, b, slot)?))
+    }
+}
