@@ -254,14 +254,42 @@ impl MatrixCell {
             .max_by(|a, b| a.1.total_cmp(&b.1))
     }
 
+    /// How far apart two runs of the same policy land in this cell: the median over the
+    /// policies that ran more than one round of their rounds' range (highest minus lowest
+    /// detrended p1/mean). None with one round: a single run per policy says nothing about
+    /// its own noise.
+    pub fn spread(&self) -> Option<f64> {
+        let mut names: Vec<&str> = self.runs.iter().map(|r| r.policy.as_str()).collect();
+        names.sort_unstable();
+        names.dedup();
+        let ranges: Vec<f64> = names
+            .into_iter()
+            .map(|p| self.rounds(p))
+            .filter(|r| r.len() > 1)
+            .map(|r| {
+                let v = r.iter().map(|x| x.detrended_p1_over_mean);
+                v.clone().fold(f64::MIN, f64::max) - v.fold(f64::MAX, f64::min)
+            })
+            .collect();
+        (!ranges.is_empty()).then(|| median(ranges))
+    }
+
     /// What the promise says of steady in this cell: at least the best classic policy's
-    /// detrended p1/mean, and at least 0.9. None when steady did not run.
+    /// detrended p1/mean, and at least 0.9. None when steady did not run. A shortfall that
+    /// the rounds' own spread ([`Self::spread`]) covers is said as a tie, with both figures:
+    /// the runs cannot tell the two policies apart, in either direction.
     pub fn verdict(&self) -> Option<String> {
         let steady = self.run("steady")?.detrended_p1_over_mean;
         let mut misses = Vec::new();
         if let Some((name, best)) = self.best_classic() {
             if steady < best {
-                misses.push(format!("below {name}"));
+                match self.spread() {
+                    Some(s) if best - steady <= s => misses.push(format!(
+                        "tie with {name} (-{:.3}, rounds spread {s:.3})",
+                        best - steady
+                    )),
+                    _ => misses.push(format!("below {name}")),
+                }
             }
         }
         if steady < 0.9 {
@@ -580,11 +608,17 @@ pub fn render_text(policies: &[String], cells: &[MatrixCell]) -> String {
     } else {
         String::new()
     };
+    let tie = if rounds > 1 {
+        " (a shortfall no larger than the cell's round-to-round spread, the median over the \
+         policies of their rounds' range, is a tie: the runs cannot tell the two apart)"
+    } else {
+        ""
+    };
     table(
         &mut o,
         &format!(
             "p1/mean of per-second throughput, detrended (30 s rolling median){of_rounds}; \
-             steady's verdict: at least the best classic policy and 0.9"
+             steady's verdict: at least the best classic policy and 0.9{tie}"
         ),
         &|r| format!("{:.3}", r.detrended_p1_over_mean),
         true,
@@ -624,11 +658,15 @@ pub fn render_text(policies: &[String], cells: &[MatrixCell]) -> String {
         false,
     );
     if rounds > 1 {
-        let _ = writeln!(o, "detrended p1/mean in each round (round 1/round 2/...)");
+        let _ = writeln!(
+            o,
+            "detrended p1/mean in each round (round 1/round 2/...), and the cell's spread"
+        );
         let _ = write!(o, "{:width$}", "cell");
         for p in policies {
             let _ = write!(o, " {p:>20}");
         }
+        let _ = write!(o, " {:>8}", "spread");
         o.push('\n');
         for c in cells {
             let _ = write!(o, "{:width$}", c.name);
@@ -645,6 +683,8 @@ pub fn render_text(policies: &[String], cells: &[MatrixCell]) -> String {
                 };
                 let _ = write!(o, " {v:>20}");
             }
+            let spread = c.spread().map_or("-".into(), |s| format!("{s:.3}"));
+            let _ = write!(o, " {spread:>8}");
             o.push('\n');
         }
         o.push('\n');
@@ -793,10 +833,41 @@ mod tests {
             Some("innodb80")
         );
         assert_eq!(cell.verdict().as_deref(), Some("ok"));
-        let text = render_text(&["innodb80".into(), "steady".into()], &[cell]);
+        // ranges: innodb80 0.14, steady 0.02 -> median 0.08
+        assert!((cell.spread().unwrap_or(0.0) - 0.08).abs() < 1e-9);
+        let text = render_text(
+            &["innodb80".into(), "steady".into()],
+            std::slice::from_ref(&cell),
+        );
         assert!(text.contains("median over 2 rounds"), "{text}");
         assert!(text.contains("0.950/0.810"), "{text}");
         assert!(text.contains("0.920/0.900"), "{text}");
+        // a shortfall inside the rounds' spread is a tie, one outside it is not
+        let with_steady = |a: f64, b: f64| MatrixCell {
+            runs: vec![
+                run("innodb80", 1, 0.95),
+                run("steady", 1, a),
+                run("innodb80", 2, 0.93),
+                run("steady", 2, b),
+            ],
+            ..cell.clone()
+        };
+        // innodb80 0.94 (range 0.02), steady 0.93 (range 0.02): spread 0.02, short by 0.01
+        assert_eq!(
+            with_steady(0.94, 0.92).verdict().as_deref(),
+            Some("tie with innodb80 (-0.010, rounds spread 0.020)")
+        );
+        // steady 0.905 (range 0.01): spread 0.015, short by 0.035
+        assert_eq!(
+            with_steady(0.91, 0.90).verdict().as_deref(),
+            Some("below innodb80")
+        );
+        let one_round = MatrixCell {
+            runs: vec![run("innodb80", 1, 0.95), run("steady", 1, 0.94)],
+            ..cell.clone()
+        };
+        assert_eq!(one_round.spread(), None);
+        assert_eq!(one_round.verdict().as_deref(), Some("below innodb80"));
         assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
         assert_eq!(median(vec![]), 0.0);
     }
