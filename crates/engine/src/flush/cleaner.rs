@@ -4,7 +4,7 @@
 //! - `measure`: reads the knobs and the engine (LSNs, redo rate, pages dirtied per redo byte,
 //!   device write throughput, reads, dirty and free pages) into the policy's [`FlushInputs`];
 //! - `plan`: asks the configured policy how many pages to write from the flush lists and the
-//!   LRU tails, enforces the limits every policy shares (the async flush point, commits
+//!   LRU tails, enforces the limits every policy shares (the async flush point, background work
 //!   waiting for log room) and publishes the admission delay the policy asks of commits;
 //! - `write`: sets the LRU cleaner's free-frame target, carries the plan out with
 //!   `page_cleaners` threads, each owning a share of the buffer-pool instances
@@ -299,8 +299,8 @@ impl CleanerState {
             let forced = (m.knobs.io_capacity_max as f64 * m.elapsed).ceil() as u64;
             plan.flush_list_pages = plan.flush_list_pages.max(forced);
         }
-        // Commits waiting for log room (steady's last resort, Durability::wait_for_room) ask
-        // the checkpoint to reach an LSN: every page below it is written first (the plan
+        // Background work waiting for log room (the change buffer's merges,
+        // Durability::admit_background) asks the checkpoint to reach an LSN: every page below it is written first (the plan
         // takes pages oldest first), as MySQL 8.0's page cleaner serves buf_flush_sync_lsn
         // for the user threads that wait on it.
         let room = dur.room_target.load(Ordering::Acquire);

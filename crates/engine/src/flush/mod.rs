@@ -37,10 +37,6 @@ use std::time::{Duration, Instant};
 
 /// Pages written per doublewrite batch.
 pub const FLUSH_BATCH_PAGES: usize = 64;
-/// How long a commit under steady waits for the page cleaner to free log room before it
-/// flushes for room itself ([`Durability::wait_for_room`]): ten cleaner loops at their
-/// shortest under pressure (10 ms).
-const ROOM_WAIT_MAX: Duration = Duration::from_millis(100);
 
 crate::counter::counter_group! {
     /// Who wrote pages back, and what commits waited for it.
@@ -62,12 +58,13 @@ crate::counter::counter_group! {
         max_dirty_wait_us: "us",
         /// Commit admission delays served (steady).
         admission_delays: "delays",
-        /// Time commits spent in admission delays (room waits included).
+        /// Time commits spent in admission delays.
         admission_delay_us: "us",
-        /// Commits (steady) that found no room in the log and waited for the page cleaner to
-        /// free it instead of writing pages themselves; their time is in admission_delay_us too.
+        /// Background work (the change buffer's merges) that found no room in the log and
+        /// waited for the page cleaner to free it (it writes no page itself: it is no client,
+        /// and a commit queued behind it writes its own batch).
         room_waits: "waits",
-        /// Time commits spent waiting for the page cleaner to free log room.
+        /// Time background work spent waiting for the page cleaner to free log room.
         room_wait_us: "us",
         /// Commits that wrote redo (commits of an empty write set are not counted here).
         commits_logged: "commits",
@@ -88,8 +85,9 @@ pub struct Durability {
     pub space: Arc<LogSpace>,
     pub pool: Arc<BufferPool>,
     reserved: AtomicU64,
-    /// The checkpoint LSN that commits waiting for log room (steady, [`Durability::wait_for_room`])
-    /// need; the page cleaner writes every page below it first. 0: none asked.
+    /// The checkpoint LSN that background work waiting for log room
+    /// ([`Durability::admit_background`]) needs; the page cleaner writes every page below it
+    /// first. 0: none asked.
     pub room_target: AtomicU64,
     /// Threads waiting for log space in `admit`, and the turn they take one at a time.
     admit_waiters: AtomicU64,
@@ -284,8 +282,7 @@ impl Durability {
         if let Some(r) = self.reserve_unqueued(redo_bytes, asyncp, syncp) {
             return Ok(r);
         }
-        let since = Instant::now();
-        self.in_turn(|| self.admit_stalled(redo_bytes, asyncp, syncp, since))
+        self.in_turn(|| self.admit_stalled(redo_bytes, asyncp, syncp))
     }
 
     /// A reservation taken at once: only when nobody waits in the admission queue (waiters
@@ -344,13 +341,22 @@ impl Durability {
         stop: &std::sync::atomic::AtomicBool,
     ) -> Result<Option<Reservation<'_>>> {
         let mut woke: Option<Instant> = None;
+        let t = Instant::now();
+        let done = |waited: Duration| {
+            let c = &self.counters;
+            c.room_waits.fetch_add(1, Ordering::Relaxed);
+            c.room_wait_us
+                .fetch_add(waited.as_micros() as u64, Ordering::Relaxed);
+        };
         loop {
             self.check_poison()?;
             if stop.load(Ordering::Acquire) {
+                done(t.elapsed());
                 return Ok(None);
             }
             let (asyncp, syncp) = self.points();
             if let Some(r) = self.try_reserve(bytes, asyncp, syncp) {
+                done(t.elapsed());
                 return Ok(Some(r));
             }
             self.ask_room(bytes, syncp, &mut woke);
@@ -412,18 +418,18 @@ impl Durability {
     /// the room under `recovery_time_target`'s `max_age`) is promised to transactions in
     /// flight (reservations). The wait is counted under the reason
     /// found when it began; each batch of pages written under the reason of that moment.
-    fn admit_stalled(
-        &self,
-        bytes: u64,
-        asyncp: u64,
-        syncp: u64,
-        since: Instant,
-    ) -> Result<Reservation<'_>> {
-        if self.admission.read().is_some() {
-            if let Some(r) = self.wait_for_room(bytes, asyncp, syncp, since)? {
-                return Ok(r);
-            }
-        }
+    ///
+    /// Every policy's commits come here, steady's too: the thread at the head of the queue
+    /// writes the oldest pages nobody is writing (the page cleaner's batches are skipped, so
+    /// the two never write the same page) while the others wait their turn. Under steady this
+    /// is where the admission curve could not act: one commit's redo is a large share of a
+    /// small log, or the device cannot absorb what the clients dirty. There, a commit that
+    /// waited for the page cleaner instead (steady did, up to 100 ms) ran less level than
+    /// one that writes its own batch: on the device-bound insert cells of `evenkeel matrix`,
+    /// per-second CV 0.033-0.042 against 0.022-0.026 with a 1 GiB pool and 0.047-0.064
+    /// against 0.036-0.043 with a 2 x 2 MiB log, three alternating pairs each
+    /// (docs/measurements.md, "Commits that find no room write their own batch").
+    fn admit_stalled(&self, bytes: u64, asyncp: u64, syncp: u64) -> Result<Reservation<'_>> {
         let mut stalled: Option<(Instant, bool)> = None;
         loop {
             // the waiter before this one may have given up and stopped the engine
@@ -474,52 +480,6 @@ impl Durability {
         }
     }
 
-    /// steady's last resort before a committing thread would flush for room itself: with the
-    /// admission curve on, a commit whose redo does not fit (its age would pass the sync point,
-    /// or the log's free space is promised to others) waits for the page cleaner, which it
-    /// wakes, to advance the checkpoint, and for other transactions to release what they
-    /// reserved; so the age stays under the sync point and user threads do not write pages
-    /// for the log. Counted and timed as a room wait, part of the admission delay. After
-    /// [`ROOM_WAIT_MAX`] it gives up (`None`) and the caller flushes as every policy does.
-    ///
-    /// Why: with a small log and large transactions (insert l.i1, 2 x 2 MiB of log, about
-    /// 200 KB of redo per commit, the log turning over five times a second) the age moves by a
-    /// quarter of the log between two cleaner loops, so the admission curve alone cannot keep
-    /// every commit below the sync point, and pages a committing thread writes compete with
-    /// the cleaner's for the same oldest pages and doublewrite segments (figures:
-    /// docs/measurements.md, "room waits").
-    /// `t`: when the commit began to wait (before its turn among the waiters).
-    fn wait_for_room(
-        &self,
-        bytes: u64,
-        asyncp: u64,
-        syncp: u64,
-        t: Instant,
-    ) -> Result<Option<Reservation<'_>>> {
-        let done = |waited: Duration| {
-            let us = waited.as_micros() as u64;
-            let c = &self.counters;
-            c.room_waits.fetch_add(1, Ordering::Relaxed);
-            c.room_wait_us.fetch_add(us, Ordering::Relaxed);
-            c.admission_delays.fetch_add(1, Ordering::Relaxed);
-            c.admission_delay_us.fetch_add(us, Ordering::Relaxed);
-        };
-        let mut woke: Option<Instant> = None;
-        loop {
-            self.check_poison()?;
-            if let Some(r) = self.try_reserve(bytes, asyncp, syncp) {
-                done(t.elapsed());
-                return Ok(Some(r));
-            }
-            if t.elapsed() >= ROOM_WAIT_MAX {
-                done(t.elapsed());
-                return Ok(None);
-            }
-            self.ask_room(bytes, syncp, &mut woke);
-            std::thread::sleep(Duration::from_micros(250));
-        }
-    }
-
     /// Asks the page cleaner to advance the checkpoint far enough for `bytes` more to fit:
     /// by what does not fit, plus a 32nd of the capacity the flushing plans against so the
     /// next commits find room too (the cleaner writes every page below that LSN first). Wakes
@@ -537,15 +497,9 @@ impl Durability {
         }
     }
 
-    /// Writes back up to `n` of the oldest dirty pages.
+    /// Writes back up to `n` of the oldest dirty pages that no other writer is writing.
     pub fn flush_oldest(&self, n: usize) -> Result<usize> {
-        let fids: Vec<_> = self
-            .pool
-            .oldest_dirty(n)
-            .into_iter()
-            .map(|(_, f)| f)
-            .take(n)
-            .collect();
+        let fids = self.pool.oldest_dirty_in(n, Lsn(0), &|_| true);
         self.pool.flush_batch(&fids).inspect_err(|e| self.poison(e))
     }
 

@@ -27,11 +27,11 @@
 //!   2 ms * x² (0 at sp, 2 ms at the async point), plus 5 ms * x * overload where overload =
 //!   (feed-forward - device) / device (at most 1); past the async point the wait climbs
 //!   linearly to 20 ms at the sync point.
-//! - room waits (not in this file: `Durability::wait_for_room`): a commit that still finds
-//!   no room in the log, because one commit takes a large share of a small log, waits for
-//!   the page cleaner to write the pages below the LSN it needs instead of writing them
-//!   itself, so user threads do not flush at the sync point or for log space;
-//! - LRU: free frames for 50 ms of reads plus one 64-page read-ahead extent, which the LRU
+//! - where the curve cannot act (one commit's redo a large share of a small log, or a device
+//!   that cannot absorb what the clients dirty) a commit that finds no room writes the oldest
+//!   pages nobody is writing itself, one commit at a time, as under every policy
+//!   (`Durability::admit_stalled`; why not wait for the cleaner instead: there);
+//! - LRU: free frames for 10 ms of reads plus one 64-page read-ahead extent, which the LRU
 //!   cleaner (flush/lru.rs) keeps ready continuously.
 //!
 //! Why this law does not oscillate or starve the log, what sets each constant, and how it
