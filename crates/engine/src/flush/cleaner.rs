@@ -237,6 +237,7 @@ impl CleanerState {
         let st = dur.pool.status();
         FlushInputs {
             elapsed_s: rates.elapsed,
+            period_s: start.period.as_secs_f64(),
             lsn: dur.log.current_lsn().0,
             checkpoint_lsn: dur.log.checkpoint_lsn().0,
             // under recovery_time_target, the age that target allows

@@ -30,6 +30,9 @@ pub use crate::options::FlushPolicy;
 pub struct FlushInputs {
     /// Seconds since the previous plan (about 1; shorter under pressure).
     pub elapsed_s: f64,
+    /// Seconds the cleaner means its loops to last (0: not known). A loop that wrote longer
+    /// than this (its plan outran the device) makes the next `elapsed_s` longer too.
+    pub period_s: f64,
     /// Current LSN, checkpoint LSN and log capacity, in bytes of redo.
     pub lsn: u64,
     pub checkpoint_lsn: u64,
@@ -217,6 +220,7 @@ pub(crate) mod testutil {
         let cap: u64 = 64 << 20;
         FlushInputs {
             elapsed_s: 1.0,
+            period_s: 0.0,
             lsn: 1 << 30,
             checkpoint_lsn: (1 << 30) - (cap / 4),
             log_capacity: cap,

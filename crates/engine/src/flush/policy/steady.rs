@@ -209,7 +209,16 @@ impl Policy for Steady {
     }
 
     fn plan(&mut self, inp: &FlushInputs) -> FlushPlan {
-        let pages = self.rate(inp) * loop_s(inp) + self.carry;
+        // The pages of one period at most: a loop whose plan outran the device lasted longer
+        // than its period, and planning for that whole time would make the next loop as long
+        // again (rate x elapsed pages at a rate the device cannot beat), so control would act
+        // every few seconds instead of every period.
+        let span = if inp.period_s > 0.0 {
+            loop_s(inp).min(inp.period_s)
+        } else {
+            loop_s(inp)
+        };
+        let pages = self.rate(inp) * span + self.carry;
         let whole = pages.floor();
         let mut n = whole as u64;
         self.carry = (pages - whole).clamp(0.0, 1.0);
@@ -272,6 +281,20 @@ mod tests {
             let got = Steady::default().plan(&i).flush_list_pages;
             assert_eq!(got, want, "age {age} dirty {dirty} dev {dev} cap {wcap}");
         }
+    }
+
+    #[test]
+    fn a_loop_that_overran_its_period_plans_one_period_of_pages() {
+        // at sp: the demand alone, 1000 pages/s
+        let mut i = with_age(sp_age());
+        i.elapsed_s = 2.0;
+        i.period_s = 0.0;
+        assert_eq!(Steady::default().plan(&i).flush_list_pages, 2_000);
+        i.period_s = 0.25;
+        assert_eq!(Steady::default().plan(&i).flush_list_pages, 250);
+        // a loop shorter than its period plans for the time it covers
+        i.elapsed_s = 0.1;
+        assert_eq!(Steady::default().plan(&i).flush_list_pages, 100);
     }
 
     #[test]

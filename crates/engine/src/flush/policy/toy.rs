@@ -117,6 +117,7 @@ fn inputs(p: &Params, s: &State) -> FlushInputs {
     let free = p.pool_pages / 20;
     FlushInputs {
         elapsed_s: 1.0,
+        period_s: 0.0,
         lsn: s.lsn as u64,
         checkpoint_lsn: (s.lsn - s.age).max(0.0) as u64,
         log_capacity: cap,
