@@ -1139,6 +1139,25 @@ mod tests {
         k
     }
 
+    /// Deletes the keys k(0), k(2), .. k(2n - 2) of `idx`, 100 per commit, under a change
+    /// buffer limit of four times the pool's frames: deletes need no room in their leaf, so
+    /// every one is buffered.
+    fn buffer_deletes(db: &Database, idx: &crate::Table, n: u64) {
+        let ib = db.inner.ibuf.as_deref().unwrap();
+        ib.configure(
+            ChangeBuffering::All,
+            100,
+            4 * db.inner.pool.frame_count() as u64,
+        );
+        for chunk in (0..n).collect::<Vec<_>>().chunks(100) {
+            let mut txn = db.begin();
+            for &i in chunk {
+                txn.delete(idx, &k(2 * i)).unwrap();
+            }
+            txn.commit().unwrap();
+        }
+    }
+
     /// An index table of the even keys below 6,000, put in a scrambled order (its leaves split
     /// in the middle and keep room), and a plain table of 100 pages whose rows are each read
     /// twice (made young at once: old_blocks_time 0), which pushes the index's leaves out of
@@ -1207,19 +1226,7 @@ mod tests {
         let cx = inner.ctx();
         let ib = inner.ibuf.as_deref().unwrap();
         // room for every change below (the tree stays far under the pool's frames)
-        ib.configure(
-            ChangeBuffering::All,
-            100,
-            4 * inner.pool.frame_count() as u64,
-        );
-        // deletes (they need no room in their leaf, so every one is buffered)
-        for chunk in (0..3000u64).collect::<Vec<_>>().chunks(100) {
-            let mut txn = db.begin();
-            for &i in chunk {
-                txn.delete(&idx, &k(2 * i)).unwrap();
-            }
-            txn.commit().unwrap();
-        }
+        buffer_deletes(&db, &idx, 3000);
         assert_eq!(ib.entries(), 3000, "{:?}", ib.snapshot());
         // the target leaves with buffered changes, in the change buffer's order
         let mut targets: Vec<PageId> = Vec::new();
@@ -1314,19 +1321,7 @@ mod tests {
         fill_and_churn(&db);
         let idx = db.table("idx").unwrap();
         let ib = db.inner.ibuf.as_deref().unwrap();
-        // deletes need no room in their leaf: every one is buffered under a large limit
-        ib.configure(
-            ChangeBuffering::All,
-            100,
-            4 * db.inner.pool.frame_count() as u64,
-        );
-        for chunk in (0..3000u64).collect::<Vec<_>>().chunks(100) {
-            let mut txn = db.begin();
-            for &i in chunk {
-                txn.delete(&idx, &k(2 * i)).unwrap();
-            }
-            txn.commit().unwrap();
-        }
+        buffer_deletes(&db, &idx, 3000);
         assert_eq!(ib.entries(), 3000, "{:?}", ib.snapshot());
         // the share: none under 9/10 of the limit, about half at 95%, all once the tree's own
         // pages reach the limit whatever the entries
