@@ -33,9 +33,25 @@ fn layer_table(lib: &str) -> BTreeMap<String, usize> {
     layers
 }
 
+/// Where the first `#[cfg(test)]` module starts: the attribute, any further attributes on their
+/// own lines (`#[allow(...)]`), then `mod `. Test-only functions outside such a module count.
+fn test_module_start(text: &str) -> Option<usize> {
+    let mut from = 0;
+    while let Some(i) = text[from..].find("#[cfg(test)]\n") {
+        let at = from + i;
+        let mut rest = text[at..].lines().skip(1).map(str::trim_start);
+        let next = rest.find(|l| !l.starts_with("#["));
+        if next.is_some_and(|l| l.starts_with("mod ") || l.starts_with("pub(crate) mod ")) {
+            return Some(at);
+        }
+        from = at + 1;
+    }
+    None
+}
+
 /// Source without comments and without a trailing `#[cfg(test)] mod ...` block.
 fn production_code(text: &str) -> String {
-    let cut = text.find("#[cfg(test)]\nmod ").unwrap_or(text.len());
+    let cut = test_module_start(text).unwrap_or(text.len());
     text[..cut]
         .lines()
         .map(|l| match l.find("//") {
@@ -178,6 +194,17 @@ fn folder_cycle(folder: &Path) -> Option<Vec<String>> {
         }
     }
     None
+}
+
+#[test]
+fn a_test_module_with_further_attributes_is_cut() {
+    let text = "use crate::a;\n#[cfg(test)]\nfn helper() {}\n#[cfg(test)]\n#[allow(clippy::unwrap_used)]\nmod tests {\n    use crate::b;\n}\n";
+    let code = production_code(text);
+    assert!(
+        code.contains("crate::a") && code.contains("helper"),
+        "{code}"
+    );
+    assert!(!code.contains("crate::b"), "{code}");
 }
 
 #[test]
