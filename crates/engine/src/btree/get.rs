@@ -94,7 +94,7 @@ impl Tree {
         g: Guess,
         key: &[u8],
     ) -> Step<Option<Vec<u8>>> {
-        let Some(leaf) = cx.pool.read_frame(FrameId(g.frame)) else {
+        let Some(leaf) = cx.pool.read_frame(FrameId(g.frame), node::slot_pos(g.slot)) else {
             return Ok(None);
         };
         let pid = leaf.page_id();

@@ -71,8 +71,10 @@ impl BufferPool {
     /// frame holds no page (free, being evicted, or its read failed) or is not a frame of
     /// this pool. The page latched is the frame's page now, which may be another page than
     /// the one the caller remembers: the caller checks `page_id()` or the content. Counted
-    /// as a page request and a hit, and touches the LRU list as a hit does.
-    pub fn read_frame(&self, fid: FrameId) -> Option<PageRead<'_>> {
+    /// as a page request and a hit, and touches the LRU list as a hit does. The page header
+    /// and the cache line of byte `also` (the caller's guess of what it reads first) start
+    /// loading while the frame is latched.
+    pub fn read_frame(&self, fid: FrameId, also: usize) -> Option<PageRead<'_>> {
         let frame = self.frames.get(fid.index())?;
         // B1' (mod.rs): the pin before the page, both SeqCst against unmap_unpinned
         frame.pin.fetch_add(1, Ordering::SeqCst);
@@ -81,7 +83,8 @@ impl BufferPool {
             self.unpin(fid);
             return None;
         }
-        frame.prefetch(2);
+        frame.prefetch(1);
+        frame.prefetch_at(also.min(self.page_size - 1));
         self.counters.page_requests.fetch_add(1, Ordering::Relaxed);
         // the frame may have been freed and taken for another page since the load: fetch_hit
         // checks the page under the latch and unpins when it differs

@@ -91,6 +91,23 @@ impl Frame {
         #[cfg(not(target_arch = "x86_64"))]
         let _ = lines;
     }
+
+    /// Starts loading the cache line holding byte `off` of the frame's page (`off` below the
+    /// page size: the caller clamps it).
+    #[inline(always)]
+    fn prefetch_at(&self, off: usize) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            let p = self.buf_addr.wrapping_add(off) as *const i8;
+            // SAFETY: as in `prefetch`: a prefetch never faults and writes nothing, whatever
+            // the address; `p` is not dereferenced.
+            unsafe {
+                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p);
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = off;
+    }
 }
 
 /// A hasher for page numbers: one multiply, with the high bits folded down (the table uses

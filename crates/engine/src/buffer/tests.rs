@@ -362,7 +362,7 @@ fn read_frame_follows_the_frame_not_the_page() {
     assert_eq!(p.flush_batch(&f).unwrap(), 16);
     let f0 = f[0];
     {
-        let g = p.read_frame(f0).expect("page 0 is resident");
+        let g = p.read_frame(f0, 0).expect("page 0 is resident");
         assert_eq!(g.page_id(), PageId(0));
         assert_eq!(g.frame_id(), f0);
         assert_eq!(page::hdr::page_no(&g), PageId(0));
@@ -376,12 +376,12 @@ fn read_frame_follows_the_frame_not_the_page() {
     let gone: Vec<u32> = (0..16).filter(|&n| !p.is_resident(PageId(n))).collect();
     assert_eq!(gone.len(), 1);
     let (n, fr) = (gone[0], f[gone[0] as usize]);
-    assert!(p.read_frame(fr).is_none(), "a free frame holds no page");
+    assert!(p.read_frame(fr, 0).is_none(), "a free frame holds no page");
     // a new page takes the free frame
     let f16 = dirty(&p, &[16]);
     assert_eq!(f16, vec![fr]);
     {
-        let g = p.read_frame(fr).expect("page 16 is resident");
+        let g = p.read_frame(fr, 0).expect("page 16 is resident");
         assert_eq!(g.page_id(), PageId(16));
         assert_eq!(page::hdr::page_no(&g), PageId(16));
         assert_eq!(page::hdr::lsn(&g), Lsn(17));
@@ -392,7 +392,10 @@ fn read_frame_follows_the_frame_not_the_page() {
     assert_ne!(g.frame_id(), fr);
     assert_eq!(page::hdr::lsn(&g), Lsn(n as u64 + 1));
     drop(g);
-    assert!(p.read_frame(FrameId(16)).is_none(), "past the last frame");
+    assert!(
+        p.read_frame(FrameId(16), 0).is_none(),
+        "past the last frame"
+    );
     for fr in p.frames.iter() {
         assert_eq!(fr.pin.load(Ordering::Relaxed), 0);
     }
@@ -437,7 +440,7 @@ fn read_frame_races_evictions_and_frame_reuse_safely() {
                         .wrapping_mul(6364136223846793005)
                         .wrapping_add(1442695040888963407);
                     let fid = FrameId(((x >> 33) % 32) as u32);
-                    match p.read_frame(fid) {
+                    match p.read_frame(fid, 0) {
                         Some(g) => {
                             let n = g.page_id();
                             assert_eq!(page::hdr::page_no(&g), n, "frame {fid}");
