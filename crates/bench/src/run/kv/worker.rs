@@ -143,7 +143,7 @@ pub fn timed_units(
     let every = sample_every(w);
     let mut n = 0u64;
     loop {
-        let timed = n % every == 0;
+        let timed = n.is_multiple_of(every);
         n += 1;
         let t0 = timed.then(Instant::now);
         let done = unit(&mut rng, &mut value);
