@@ -1,19 +1,23 @@
 //! ahi: the adaptive hash index (InnoDB's `btr_search_guess_on_hash`): a guess, from a hash
-//! of a point get's tree and key, of the leaf and slot that held the key when a get last
-//! found it, so that the next get of that key can go to its leaf without the descent.
+//! of a point get's tree and key, of the buffer-pool frame holding the leaf, and the slot,
+//! where a get last found the key, so that the next get of that key can go to its leaf
+//! without the descent and without the page-table lookup (InnoDB's entries point at the
+//! record in the frame likewise).
 //!
 //! What it owns: one fixed table of [`WAYS`]-way sets of 8-byte entries, allocated once at
 //! open (one entry per [`POOL_BYTES_PER_ENTRY`] bytes of buffer pool, a power of two), shared
 //! by every tree (the tree id is hashed with the key). An entry packs a 16-bit tag of the
-//! hash, the slot and the page id into one `AtomicU64`, so readers and writers need no lock
+//! hash, the slot and the frame index into one `AtomicU64`, so readers and writers need no lock
 //! and never see a torn entry. The table is a cache: a full set evicts a way, a collision
 //! of two keys only costs a miss, and hostile keys can do no worse than empty it.
 //!
 //! What must stay true: a guess is only a hint. [`Tree::get`](super::Tree::get) verifies it
 //! against the page it latches (see `Tree::get_guessed` for every way a guess goes stale and
 //! the check that catches it) and, when it fails, descends as if there were no entry. So
-//! nothing that changes a tree maintains this table: puts, deletes, splits, merges, drops and
-//! page reuse leave entries stale, and the reader pays for a stale one with one page fetch.
+//! nothing that changes a tree or the pool maintains this table: puts, deletes, splits,
+//! merges, drops, page reuse, eviction and frame reuse leave entries stale, and the reader
+//! pays for a stale one with one latch of the frame (`BufferPool::read_frame`, which latches
+//! only a frame that holds a page now).
 //!
 //! Never: return a value from the table itself, or hold a latch while consulting it.
 
@@ -22,8 +26,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// Ways of a set; the set's entries share half a cache line, so a lookup touches one line.
 pub const WAYS: usize = 4;
 
-/// Bytes of buffer pool per table entry (8 bytes): the table takes 1/32 of the pool.
-pub const POOL_BYTES_PER_ENTRY: u64 = 256;
+/// Bytes of buffer pool per table entry (8 bytes): the table takes 1/16 of the pool. At one
+/// entry per 256 bytes, 1 M uniformly drawn keys over a 256 MiB pool hit 82% of the time (4-way
+/// sets fill); at 128, 97% (docs/measurements.md, "Point gets: the guessed frame").
+pub const POOL_BYTES_PER_ENTRY: u64 = 128;
 
 /// The fewest sets a table has, whatever the pool's size.
 const MIN_SETS: usize = 64;
@@ -41,11 +47,11 @@ crate::counter::counter_group! {
     }
 }
 
-/// Where a key was: its leaf and its slot there, and the entry it came from (to drop it
-/// when it turns out stale).
+/// Where a key was: the frame that held its leaf, its slot there, and the entry it came
+/// from (to drop it when it turns out stale).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Guess {
-    pub page: u32,
+    pub frame: u32,
     pub slot: usize,
     entry: u64,
 }
@@ -63,10 +69,10 @@ pub struct AdaptiveHash {
     pub counters: AdaptiveHashCounters,
 }
 
-/// An entry: tag in bits 48..64 (never 0, so 0 is an empty way), slot in 32..48, page id in
-/// 0..32.
-fn pack(tag: u16, page: u32, slot: u16) -> u64 {
-    u64::from(tag) << 48 | u64::from(slot) << 32 | u64::from(page)
+/// An entry: tag in bits 48..64 (never 0, so 0 is an empty way), slot in 32..48, frame
+/// index in 0..32.
+fn pack(tag: u16, frame: u32, slot: u16) -> u64 {
+    u64::from(tag) << 48 | u64::from(slot) << 32 | u64::from(frame)
 }
 
 fn tag_of(hash: u64) -> u16 {
@@ -140,21 +146,22 @@ impl AdaptiveHash {
         self.set(hash).0.iter().find_map(|w| {
             let e = w.load(Ordering::Relaxed);
             (entry_tag(e) == tag).then_some(Guess {
-                page: e as u32,
+                frame: e as u32,
                 slot: usize::from((e >> 32) as u16),
                 entry: e,
             })
         })
     }
 
-    /// Records that the key of `hash` was found at `slot` of leaf `page`: replaces the key's
-    /// entry, else takes an empty way, else evicts one. A slot past u16 is not recorded.
-    pub fn record(&self, hash: u64, page: u32, slot: usize) {
+    /// Records that the key of `hash` was found at `slot` of the leaf in frame `frame`:
+    /// replaces the key's entry, else takes an empty way, else evicts one. A slot past u16 is
+    /// not recorded.
+    pub fn record(&self, hash: u64, frame: u32, slot: usize) {
         let Ok(slot) = u16::try_from(slot) else {
             return;
         };
         let tag = tag_of(hash);
-        let new = pack(tag, page, slot);
+        let new = pack(tag, frame, slot);
         let ways = &self.set(hash).0;
         let mut empty = None;
         for w in ways {
@@ -169,9 +176,9 @@ impl AdaptiveHash {
                 empty = Some(w);
             }
         }
-        // the victim varies with the page and slot, so two keys of one set that keep
+        // the victim varies with the frame and slot, so two keys of one set that keep
         // evicting each other do not always pick the same way
-        let victim = ((hash >> 32) ^ u64::from(page) ^ u64::from(slot)) as usize % WAYS;
+        let victim = ((hash >> 32) ^ u64::from(frame) ^ u64::from(slot)) as usize % WAYS;
         empty.unwrap_or(&ways[victim]).store(new, Ordering::Relaxed);
     }
 
@@ -198,11 +205,11 @@ mod tests {
         assert_eq!(t.lookup(h), None);
         t.record(h, 42, 3);
         let g = t.lookup(h).expect("recorded");
-        assert_eq!((g.page, g.slot), (42, 3));
+        assert_eq!((g.frame, g.slot), (42, 3));
         // a newer position replaces the entry instead of taking a second way
         t.record(h, 43, 0);
         let g2 = t.lookup(h).expect("recorded");
-        assert_eq!((g2.page, g2.slot), (43, 0));
+        assert_eq!((g2.frame, g2.slot), (43, 0));
         let used = t.set(h).0.iter().filter(|w| w.load(Ordering::Relaxed) != 0);
         assert_eq!(used.count(), 1);
         // forgetting a stale guess does not drop the newer entry
@@ -237,7 +244,7 @@ mod tests {
         for (i, &h) in keys.iter().enumerate() {
             if let Some(g) = t.lookup(h) {
                 // a tag collision may answer for another key: only the verified leaf decides
-                if g.page == i as u32 {
+                if g.frame == i as u32 {
                     assert_eq!(g.slot, i % 100);
                     found += 1;
                 }
@@ -253,11 +260,11 @@ mod tests {
 
     #[test]
     fn the_table_is_sized_from_the_pool() {
-        // 256 MiB / 256 bytes = 1 Mi entries
-        assert_eq!(AdaptiveHash::for_pool(256 << 20).capacity(), 1 << 20);
+        // 256 MiB / 128 bytes = 2 Mi entries
+        assert_eq!(AdaptiveHash::for_pool(256 << 20).capacity(), 2 << 20);
         // rounded down to a power of two of sets
-        assert_eq!(AdaptiveHash::for_pool(384 << 20).capacity(), 1 << 20);
-        assert_eq!(AdaptiveHash::for_pool(256 << 10).capacity(), 1024);
+        assert_eq!(AdaptiveHash::for_pool(384 << 20).capacity(), 2 << 20);
+        assert_eq!(AdaptiveHash::for_pool(256 << 10).capacity(), 2048);
         assert_eq!(AdaptiveHash::for_pool(4096).capacity(), MIN_SETS * WAYS);
     }
 

@@ -10,7 +10,7 @@
 use super::ahi::{self, AdaptiveHash, Guess};
 use super::{overflow, Ctx, Step, Target, Tree};
 use crate::page::{hdr, node, PageType};
-use crate::types::PageId;
+use crate::types::FrameId;
 use std::sync::atomic::Ordering;
 
 impl Tree {
@@ -41,7 +41,7 @@ impl Tree {
                 Ok(i) => {
                     // a root leaf is reached in one fetch already: no entry for it
                     if let (Some((a, h)), false) = (ahi, leaf.page_id() == self.root) {
-                        a.record(h, leaf.page_id().0, i);
+                        a.record(h, leaf.frame_id().0, i);
                     }
                     Ok(Some(overflow::read_value(cx, self.id, &leaf, i)?))
                 }
@@ -50,12 +50,18 @@ impl Tree {
         })
     }
 
-    /// The value of `key` read from the leaf `g` guesses, when that page is, now, the leaf
-    /// of this tree that holds `key`; None when it is not (the caller descends). The caller
-    /// holds the SMO latch shared, and no page latch.
+    /// The value of `key` read from the page in the frame `g` guesses, when that page is,
+    /// now, the leaf of this tree that holds `key`; None when it is not (the caller
+    /// descends). The caller holds the SMO latch shared, and no page latch.
     ///
     /// Why a page that passes these checks is the key's leaf, whatever happened since the
     /// guess was recorded:
+    /// - `read_frame` latches the frame only while the page table maps a page to it (B1' in
+    ///   buffer/mod.rs), and the pin it holds keeps the page there: the bytes read are the
+    ///   pool's current copy of that page, whichever page it is. A frame that was evicted is
+    ///   refused; one evicted and taken since by another page holds that page, which the
+    ///   checks below judge as they would any page. (Which page the guess was recorded for
+    ///   does not matter: only what the frame holds now.)
     /// - The SMO latch, shared, excludes every structure modification (split, merge, root
     ///   growth or collapse, freeing, a drop's `free_all`); each runs whole under it
     ///   exclusive, unlinking and freeing pages in the same hold. So while it is held, every
@@ -75,8 +81,8 @@ impl Tree {
     ///   with `Merge` as it does on the descent, and the get starts again after the merge.
     /// - MVCC: the tree answers the newest committed value on both paths; the read view is
     ///   applied above the tree (mvcc.rs) to whatever this returns.
-    /// - The page could not be fetched (an I/O or checksum error on a page this get may not
-    ///   need): the descent decides, and reports the errors of the pages it does need.
+    /// - The frame holds no page now (evicted and free, or a read into it failed): no
+    ///   page is read at all, and the descent decides.
     ///
     /// A slot hint past the page's slots, or pointing at another key, costs the search of
     /// the page, and the entry is given the slot found.
@@ -88,10 +94,10 @@ impl Tree {
         g: Guess,
         key: &[u8],
     ) -> Step<Option<Vec<u8>>> {
-        let pid = PageId(g.page);
-        let Ok(leaf) = cx.pool.read(pid) else {
+        let Some(leaf) = cx.pool.read_frame(FrameId(g.frame), node::slot_pos(g.slot)) else {
             return Ok(None);
         };
+        let pid = leaf.page_id();
         let b: &[u8] = &leaf;
         if hdr::page_type(b) != Some(PageType::Leaf) || hdr::level(b) != 0 {
             return Ok(None);
@@ -105,7 +111,7 @@ impl Tree {
         } else {
             match node::search(b, key) {
                 Ok(i) => {
-                    a.record(h, g.page, i);
+                    a.record(h, g.frame, i);
                     i
                 }
                 Err(_) => return Ok(None),

@@ -66,6 +66,34 @@ impl BufferPool {
         }
     }
 
+    /// Latches shared whatever page frame `fid` holds now, without the page table: for a
+    /// caller that remembers a frame (the adaptive hash index, btree/ahi.rs). None when the
+    /// frame holds no page (free, being evicted, or its read failed) or is not a frame of
+    /// this pool. The page latched is the frame's page now, which may be another page than
+    /// the one the caller remembers: the caller checks `page_id()` or the content. Counted
+    /// as a page request and a hit, and touches the LRU list as a hit does. The page header
+    /// and the cache line of byte `also` (the caller's guess of what it reads first) start
+    /// loading while the frame is latched.
+    pub fn read_frame(&self, fid: FrameId, also: usize) -> Option<PageRead<'_>> {
+        let frame = self.frames.get(fid.index())?;
+        // B1' (mod.rs): the pin before the page, both SeqCst against unmap_unpinned
+        frame.pin.fetch_add(1, Ordering::SeqCst);
+        let pid = PageId(frame.mapped.load(Ordering::SeqCst));
+        if pid.is_none() {
+            self.unpin(fid);
+            return None;
+        }
+        frame.prefetch(1);
+        frame.prefetch_at(also.min(self.page_size - 1));
+        self.counters.page_requests.fetch_add(1, Ordering::Relaxed);
+        // the frame may have been freed and taken for another page since the load: fetch_hit
+        // checks the page under the latch and unpins when it differs
+        match self.fetch_hit(self.instance_of_frame(fid), fid, pid, Mode::Read)? {
+            Latched::R(g) => Some(g),
+            Latched::W(_) | Latched::Loaded => unreachable!("a read hit returned no read latch"),
+        }
+    }
+
     /// A hit on `fid` of instance `k` (found for `pid` and pinned by the caller): touches the
     /// LRU, and latches it as `mode` asks. None when the frame no longer holds `pid` once
     /// latched (the caller looks again).
@@ -167,6 +195,8 @@ impl BufferPool {
             .ra
             .store(matches!(mode, Mode::Prefetch), Ordering::Relaxed);
         table.insert(pid, fid);
+        // after the exclusive latch: a read_frame that sees the page waits for the read
+        frame.mapped.store(pid.0, Ordering::SeqCst);
         drop(table);
         *st.meta_mut(fid) = Meta::clean(pid);
         let now = self.now_ms();
@@ -181,7 +211,10 @@ impl BufferPool {
             g.valid = false;
             g.page = PageId::NONE;
             let mut st = inst.state.lock();
-            inst.table(pid).write().remove(&pid);
+            let mut table = inst.table(pid).write();
+            table.remove(&pid);
+            frame.mapped.store(PageId::NONE.0, Ordering::SeqCst);
+            drop(table);
             frame.ra.store(false, Ordering::Relaxed);
             st.lru.remove(fid);
             st.meta_mut(fid).page = PageId::NONE;
@@ -337,8 +370,13 @@ impl BufferPool {
     /// held by the caller, where everyone else pins). False, changing nothing, when pinned.
     pub(super) fn unmap_unpinned(&self, k: usize, st: &InstState, fid: FrameId) -> bool {
         let pid = st.meta(fid).page;
+        let frame = &self.frames[fid.index()];
         let mut table = self.instances[k].table(pid).write();
-        if self.frames[fid.index()].pin.load(Ordering::Acquire) != 0 {
+        // B1': clear `mapped`, then look at the pin (see mod.rs); a pin taken by read_frame
+        // before the clearing is seen here, one taken after it finds no page
+        frame.mapped.store(PageId::NONE.0, Ordering::SeqCst);
+        if frame.pin.load(Ordering::SeqCst) != 0 {
+            frame.mapped.store(pid.0, Ordering::SeqCst);
             return false;
         }
         table.remove(&pid);

@@ -20,6 +20,11 @@ impl PageRead<'_> {
     pub fn page_id(&self) -> PageId {
         self.g.as_ref().map(|g| g.page).unwrap_or(PageId::NONE)
     }
+
+    /// The frame holding the page (for [`BufferPool::read_frame`] later).
+    pub fn frame_id(&self) -> FrameId {
+        self.fid
+    }
 }
 
 impl Deref for PageRead<'_> {

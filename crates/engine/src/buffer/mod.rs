@@ -9,6 +9,12 @@
 //!   the page table. Every latch holder holds a pin, so an evicted frame is never latched.
 //!   Lock order: instance mutex, then a page-table shard; a hit takes only the shard (read)
 //!   and, when its page must move in the LRU list, the mutex after releasing the shard.
+//! - B1': the one pin taken under neither: [`BufferPool::read_frame`] pins a frame it was
+//!   given (a guess), then reads the frame's `mapped` page, and latches only if one is there.
+//!   Eviction clears `mapped` before it checks the pin count and puts it back if the frame
+//!   is pinned, all SeqCst: of the pin and the clearing, each side sees the one that came
+//!   first, so either the reader finds no page or the eviction finds the pin. A frame taken
+//!   from the free list may carry such a transient pin but is never latched by it.
 //! - B2: a frame is on the flush list iff it holds changes not yet written; its key is the LSN
 //!   of the first change since it was last written (oldest_modification).
 //! - B3 (invariant 1, the WAL rule) lives in [`BufferPool::write_back`], the one function that
@@ -53,6 +59,11 @@ pub struct FrameData {
 struct Frame {
     latch: RwLock<FrameData>,
     pin: AtomicU32,
+    /// The page the page table maps to this frame, `PageId::NONE` while the frame is free.
+    /// Set and cleared under the shard's write lock together with the page-table entry, so a
+    /// reader that holds a pin and sees a page here may latch the frame without the page
+    /// table (B1': [`BufferPool::read_frame`], `unmap_unpinned`).
+    mapped: AtomicU32,
     /// Read by read-ahead and not accessed since (set by the miss that installs the page,
     /// cleared by its first access or its eviction).
     ra: AtomicBool,
@@ -79,6 +90,23 @@ impl Frame {
         }
         #[cfg(not(target_arch = "x86_64"))]
         let _ = lines;
+    }
+
+    /// Starts loading the cache line holding byte `off` of the frame's page (`off` below the
+    /// page size: the caller clamps it).
+    #[inline(always)]
+    fn prefetch_at(&self, off: usize) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            let p = self.buf_addr.wrapping_add(off) as *const i8;
+            // SAFETY: as in `prefetch`: a prefetch never faults and writes nothing, whatever
+            // the address; `p` is not dereferenced.
+            unsafe {
+                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p);
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = off;
     }
 }
 
@@ -389,6 +417,7 @@ impl BufferPool {
                         valid: false,
                     }),
                     pin: AtomicU32::new(0),
+                    mapped: AtomicU32::new(PageId::NONE.0),
                     ra: AtomicBool::new(false),
                 }
             })

@@ -350,3 +350,141 @@ fn lru_clean_writes_tail_batches_concurrently_and_frees_them() {
     let g = p.read(PageId(5)).unwrap();
     assert_eq!(page::hdr::lsn(&g), Lsn(6));
 }
+
+/// B1' with a stale frame: `read_frame` latches what the frame holds now. After the page it
+/// was asked about is evicted it finds nothing while the frame is free, and the new page once
+/// the frame is taken by another one; it never returns the evicted page's old bytes, and it
+/// leaves no pin behind.
+#[test]
+fn read_frame_follows_the_frame_not_the_page() {
+    let p = pool(16);
+    let f = dirty(&p, &(0..16).collect::<Vec<_>>());
+    assert_eq!(p.flush_batch(&f).unwrap(), 16);
+    let f0 = f[0];
+    {
+        let g = p.read_frame(f0, 0).expect("page 0 is resident");
+        assert_eq!(g.page_id(), PageId(0));
+        assert_eq!(g.frame_id(), f0);
+        assert_eq!(page::hdr::page_no(&g), PageId(0));
+        assert_eq!(page::hdr::lsn(&g), Lsn(1));
+    }
+    // the cleaner frees the coldest page's frame
+    let (freed, _) = p
+        .lru_clean(1, 16, &|_| true, 4, 1, &|b| p.flush_batch(b))
+        .unwrap();
+    assert_eq!(freed, 1);
+    let gone: Vec<u32> = (0..16).filter(|&n| !p.is_resident(PageId(n))).collect();
+    assert_eq!(gone.len(), 1);
+    let (n, fr) = (gone[0], f[gone[0] as usize]);
+    assert!(p.read_frame(fr, 0).is_none(), "a free frame holds no page");
+    // a new page takes the free frame
+    let f16 = dirty(&p, &[16]);
+    assert_eq!(f16, vec![fr]);
+    {
+        let g = p.read_frame(fr, 0).expect("page 16 is resident");
+        assert_eq!(g.page_id(), PageId(16));
+        assert_eq!(page::hdr::page_no(&g), PageId(16));
+        assert_eq!(page::hdr::lsn(&g), Lsn(17));
+    }
+    // the evicted page read back lands in another frame, found through the page table
+    assert_eq!(p.flush_batch(&f16).unwrap(), 1);
+    let g = p.read(PageId(n)).unwrap();
+    assert_ne!(g.frame_id(), fr);
+    assert_eq!(page::hdr::lsn(&g), Lsn(n as u64 + 1));
+    drop(g);
+    assert!(
+        p.read_frame(FrameId(16), 0).is_none(),
+        "past the last frame"
+    );
+    for fr in p.frames.iter() {
+        assert_eq!(fr.pin.load(Ordering::Relaxed), 0);
+    }
+}
+
+/// B1' under races: readers through the page table and readers of guessed frames while every
+/// few reads evicts and the LRU cleaner frees frames. A frame read by `read_frame` always
+/// holds the page its guard names, with that page's bytes; nothing panics on a free frame
+/// latched (fetch_miss's `try_write`), and afterwards no frame is pinned and the page table
+/// agrees with every frame's `mapped`.
+#[test]
+fn read_frame_races_evictions_and_frame_reuse_safely() {
+    let p = pool(32);
+    for chunk in (0..96u32).collect::<Vec<_>>().chunks(16) {
+        let f = dirty(&p, chunk);
+        assert_eq!(p.flush_batch(&f).unwrap(), f.len());
+    }
+    let stop = AtomicBool::new(false);
+    let (guessed, refused) = (AtomicU64::new(0), AtomicU64::new(0));
+    std::thread::scope(|s| {
+        for t in 0..2u64 {
+            let p = &p;
+            s.spawn(move || {
+                let mut x = t + 1;
+                for _ in 0..5_000 {
+                    x = x
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    let n = ((x >> 33) % 96) as u32;
+                    let g = p.read(PageId(n)).unwrap();
+                    assert_eq!(g.page_id(), PageId(n));
+                    assert_eq!(page::hdr::lsn(&g), Lsn(n as u64 + 1));
+                }
+            });
+        }
+        for t in 0..2u64 {
+            let (p, stop, guessed, refused) = (&p, &stop, &guessed, &refused);
+            s.spawn(move || {
+                let mut x = t + 7;
+                while !stop.load(Ordering::Relaxed) {
+                    x = x
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    let fid = FrameId(((x >> 33) % 32) as u32);
+                    match p.read_frame(fid, 0) {
+                        Some(g) => {
+                            let n = g.page_id();
+                            assert_eq!(page::hdr::page_no(&g), n, "frame {fid}");
+                            assert_eq!(page::hdr::lsn(&g), Lsn(n.0 as u64 + 1), "frame {fid}");
+                            guessed.fetch_add(1, Ordering::Relaxed);
+                        }
+                        None => {
+                            refused.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                }
+            });
+        }
+        s.spawn(|| {
+            while !stop.load(Ordering::Relaxed) {
+                p.lru_clean(8, 32, &|_| true, 4, 2, &|b| p.flush_batch(b))
+                    .unwrap();
+                std::thread::yield_now();
+            }
+        });
+        while p.status().page_requests < 10_000 + guessed.load(Ordering::Relaxed) {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        stop.store(true, Ordering::Relaxed);
+    });
+    assert!(guessed.load(Ordering::Relaxed) > 0);
+    assert!(p.status().evictions + p.status().lru_evictions > 0);
+    for f in p.frames.iter() {
+        assert_eq!(f.pin.load(Ordering::Relaxed), 0);
+    }
+    let inst = &p.instances[0];
+    let st = inst.state.lock();
+    let mut mapped = 0;
+    for shard in inst.tables.iter() {
+        for (&pid, &fid) in shard.0.read().iter() {
+            assert_eq!(p.frames[fid.index()].mapped.load(Ordering::Relaxed), pid.0);
+            mapped += 1;
+        }
+    }
+    for &fid in &st.free {
+        assert_eq!(
+            PageId(p.frames[fid.index()].mapped.load(Ordering::Relaxed)),
+            PageId::NONE
+        );
+    }
+    assert_eq!(mapped + st.free.len(), 32);
+}

@@ -93,7 +93,7 @@ knobs! {
     checkpoint_async_point_pct: u32 = 88, Kind::Int { min: 10, max: 98, unit: "percent" };
     /// Checkpoint age, in percent of log capacity, past which committing threads flush pages themselves before they may append (about 15/16).
     checkpoint_sync_point_pct: u32 = 94, Kind::Int { min: 11, max: 99, unit: "percent" };
-    /// Point gets go straight to the leaf where a get last found the key (InnoDB's adaptive hash index), verified on the page, instead of descending from the root; the index takes 1/32 of buffer_pool_size (one 8-byte entry per 256 bytes), allocated at open.
+    /// Point gets go straight to the leaf where a get last found the key (InnoDB's adaptive hash index), verified on the page, instead of descending from the root; the index takes 1/16 of buffer_pool_size (one 8-byte entry per 128 bytes), allocated at open.
     adaptive_hash_index: bool = true, Kind::Bool;
     /// Write pages through the doublewrite area first, so a torn page write can be repaired at recovery.
     doublewrite: bool = true, Kind::Bool;

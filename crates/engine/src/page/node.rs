@@ -41,7 +41,8 @@ pub fn nslots(b: &[u8]) -> usize {
     hdr::nslots(b)
 }
 
-fn slot_pos(i: usize) -> usize {
+/// Where slot `i` is in the page.
+pub fn slot_pos(i: usize) -> usize {
     PAGE_HEADER_SIZE + i * SLOT_SIZE
 }
 

@@ -91,14 +91,19 @@ pub struct Transaction {
     /// Why the transaction was rolled back, once a retryable error ended it (set by reads
     /// too, which borrow the transaction shared).
     aborted: parking_lot::Mutex<Option<String>>,
-    /// Whether it has served its admission delay (before its first key lock).
+    /// Whether it has served its admission delay (before its first key lock): false means
+    /// it never asked for a key lock.
     admitted: bool,
 }
 
 impl Drop for Transaction {
     fn drop(&mut self) {
-        // commit, rollback and an abandoned transaction all end here
-        self.db.locks.release_all(self.id);
+        // commit, rollback and an abandoned transaction all end here. Key locks are taken
+        // only in lock_x, after it set `admitted`: a transaction that never got there (every
+        // read-only one) holds none, and skips the lock table's shard mutex.
+        if self.admitted {
+            self.db.locks.release_all(self.id);
+        }
     }
 }
 

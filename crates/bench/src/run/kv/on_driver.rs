@@ -17,7 +17,9 @@ use rand::Rng;
 
 use super::keys::{fill_value, key_of, VALUE_BYTES};
 use super::report::{KvReport, KvRow, Memory};
-use super::worker::{new_histogram, run_threads, timed_units, WorkerOut, LOAD_COMMIT_ROWS};
+use super::worker::{
+    new_histogram, run_threads, sample_every, timed_units, WorkerOut, LOAD_COMMIT_ROWS,
+};
 use super::{check_loaded, KvOptions, Workload, META_ROWS_KEY, META_TABLE, TABLE};
 use crate::driver::{Driver, DriverTxn, EngineStats, TableId};
 use crate::error::{BenchError, BenchResult};
@@ -85,7 +87,10 @@ fn run_points(
             let total = run_threads(t, |i| run_worker(&sh, w, i, deadline))?;
             let elapsed = start.elapsed().as_secs_f64();
             let after = snapshot(driver, proc);
-            let row = make_row(w.name(), t, elapsed, &total, &before, &after);
+            let row = KvRow {
+                latency_sample_every: sample_every(w),
+                ..make_row(w.name(), t, elapsed, &total, &before, &after)
+            };
             let retried = if total.retries > 0 {
                 format!(", {} units re-run after a retryable error", total.retries)
             } else {

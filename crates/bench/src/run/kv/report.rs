@@ -31,6 +31,28 @@ pub struct KvRow {
     pub flush_seconds: f64,
     /// VmRSS at the end of the point.
     pub rss_bytes: u64,
+    /// Units timed into the latency figures: one in this many (gets are sampled).
+    pub latency_sample_every: u64,
+    /// evenkeel's adaptive hash index over a get point (None for other workloads, for a
+    /// peer, or when `adaptive_hash_index` is off).
+    pub adaptive_hash: Option<AdaptiveHashRow>,
+}
+
+/// The engine counters `adaptive_hash_hits`, `_misses` and `_failed_guesses` over one point
+/// (deltas): every get is exactly one of them.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq, Default)]
+pub struct AdaptiveHashRow {
+    pub hits: u64,
+    pub misses: u64,
+    pub failed_guesses: u64,
+}
+
+impl AdaptiveHashRow {
+    /// Hits over all gets the index was asked about, in percent (0 when none was).
+    pub fn hit_pct(&self) -> f64 {
+        let all = self.hits + self.misses + self.failed_guesses;
+        100.0 * self.hits as f64 / all.max(1) as f64
+    }
 }
 
 impl KvRow {
@@ -59,6 +81,8 @@ impl KvRow {
             pages_read_per_op: 0.0,
             flush_seconds: 0.0,
             rss_bytes: 0,
+            latency_sample_every: 1,
+            adaptive_hash: None,
         }
     }
 }
@@ -153,6 +177,26 @@ pub fn render(r: &KvReport) -> String {
          loaded rows.\n",
         r.scan_len, r.put_batch
     ));
+    for row in r.rows.iter().filter(|row| row.latency_sample_every > 1) {
+        s.push_str(&format!(
+            "{} x{}: latency sampled, one {} in {} timed alone (every one counted in ops/s).\n",
+            row.workload, row.threads, row.workload, row.latency_sample_every
+        ));
+    }
+    for row in &r.rows {
+        if let Some(a) = &row.adaptive_hash {
+            s.push_str(&format!(
+                "{} x{}: adaptive hash index: {} hits ({:.1}%), {} misses, {} failed guesses \
+                 (adaptive_hash_hits / _misses / _failed_guesses over the point).\n",
+                row.workload,
+                row.threads,
+                a.hits,
+                a.hit_pct(),
+                a.misses,
+                a.failed_guesses
+            ));
+        }
+    }
     if r.engine == "evenkeel" {
         s.push_str(
             "wbytes/op = data-file bytes written (Status.io.write_bytes) from a flush before the \
@@ -183,6 +227,17 @@ pub fn render(r: &KvReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hit_pct_counts_every_get_once() {
+        let a = AdaptiveHashRow {
+            hits: 75,
+            misses: 20,
+            failed_guesses: 5,
+        };
+        assert!((a.hit_pct() - 75.0).abs() < 1e-9);
+        assert_eq!(AdaptiveHashRow::default().hit_pct(), 0.0);
+    }
 
     #[test]
     fn memory_ratio() {

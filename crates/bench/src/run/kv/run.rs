@@ -8,8 +8,8 @@ use std::time::Instant;
 
 use evenkeel::{Database, Options, Table};
 
-use super::report::{render, KvReport, KvRow, Memory};
-use super::worker::{load, run_threads, run_worker, Shared, WorkerOut};
+use super::report::{render, AdaptiveHashRow, KvReport, KvRow, Memory};
+use super::worker::{load, run_threads, run_worker, sample_every, Shared, WorkerOut};
 use super::{check_loaded, engine_err, KvOptions, Workload, META_ROWS_KEY, META_TABLE, TABLE};
 use crate::error::{BenchError, BenchResult};
 use crate::report::now_unix_s;
@@ -230,15 +230,28 @@ fn run_point(sh: &Shared<'_>, w: Workload, threads: usize, seconds: f64) -> Benc
         Workload::Put => f0.elapsed().as_secs_f64(),
         _ => 0.0,
     };
-    Ok(make_row(
-        w.name(),
-        threads,
-        elapsed,
-        flush_seconds,
-        &total,
-        &before,
-        &after,
-    ))
+    let (a0, a1) = (&before.adaptive_hash, &after.adaptive_hash);
+    let adaptive_hash =
+        (matches!(w, Workload::Get) && after.adaptive_hash_entries_max > 0).then(|| {
+            AdaptiveHashRow {
+                hits: a1.hits.saturating_sub(a0.hits),
+                misses: a1.misses.saturating_sub(a0.misses),
+                failed_guesses: a1.failed_guesses.saturating_sub(a0.failed_guesses),
+            }
+        });
+    Ok(KvRow {
+        latency_sample_every: sample_every(w),
+        adaptive_hash,
+        ..make_row(
+            w.name(),
+            threads,
+            elapsed,
+            flush_seconds,
+            &total,
+            &before,
+            &after,
+        )
+    })
 }
 
 fn make_row(

@@ -1,7 +1,8 @@
 //! The timed loops of `bench kv`: one client thread's gets, puts or scans until a deadline,
-//! each unit timed into a nanosecond histogram, and the single-threaded bulk load with its
-//! progress lines. Every operation goes through evenkeel's public API (`begin`, `get`, `put`,
-//! `scan`, `commit`), one transaction per unit, as an embedding program would call it.
+//! every unit (every [`GET_SAMPLE_EVERY`]th get) timed into a nanosecond histogram, and the
+//! single-threaded bulk load with its progress lines. Every operation goes through evenkeel's
+//! public API (`begin`, `get`, `put`, `scan`, `commit`), one transaction per unit, as an
+//! embedding program would call it.
 //!
 //! Must stay true: a get that finds no row, or a value of the wrong length, is an error (the
 //! key space is fixed at load, so either means the engine lost data).
@@ -25,6 +26,20 @@ pub const LOAD_COMMIT_ROWS: u64 = 1000;
 const LOAD_LINE_EVERY: Duration = Duration::from_secs(10);
 /// Highest latency kept exactly: one hour in nanoseconds (higher values are clamped).
 const LATENCY_MAX_NS: u64 = 3_600_000_000_000;
+/// Gets timed: one in this many. A get in memory takes about a microsecond and its two clock
+/// reads took 4% of that (perf, docs/measurements.md); each timed get is still timed alone,
+/// start to end, and which gets are timed depends on their place in the thread's sequence
+/// only, not on their key or their latency, so the quantiles are those of every get. Puts and
+/// scans are timed every one.
+pub const GET_SAMPLE_EVERY: u64 = 8;
+
+/// One in how many units of `w` [`timed_units`] times.
+pub fn sample_every(w: Workload) -> u64 {
+    match w {
+        Workload::Get => GET_SAMPLE_EVERY,
+        Workload::Put | Workload::Scan => 1,
+    }
+}
 
 /// A latency histogram in nanoseconds.
 pub fn new_histogram() -> Histogram<u64> {
@@ -108,11 +123,12 @@ pub fn run_worker(
     })
 }
 
-/// Times `unit` on one thread until `deadline` (the first unit always runs): each unit's
-/// latency into the histogram and its (ops, rows) added up. A unit that failed with a
-/// retryable driver error (a peer's deadlock or lock-wait timeout) counts as a retry and the
-/// next one runs; any other error ends the thread. The random stream depends on the seed, the
-/// thread and the workload only.
+/// Times `unit` on one thread until `deadline` (the first unit always runs): the latency of
+/// one unit in [`sample_every`] into the histogram (the deadline is looked at after each of
+/// those), and every unit's (ops, rows) added up. A unit that failed with a retryable driver
+/// error (a peer's deadlock or lock-wait timeout) counts as a retry and the next one runs; any
+/// other error ends the thread. The random stream depends on the seed, the thread and the
+/// workload only.
 pub fn timed_units(
     seed: u64,
     w: Workload,
@@ -124,21 +140,27 @@ pub fn timed_units(
     let mut rng = SmallRng::seed_from_u64(seed ^ stream);
     let mut out = WorkerOut::new();
     let mut value = [0u8; VALUE_BYTES];
+    let every = sample_every(w);
+    let mut n = 0u64;
     loop {
-        let t0 = Instant::now();
+        let timed = n.is_multiple_of(every);
+        n += 1;
+        let t0 = timed.then(Instant::now);
         let done = unit(&mut rng, &mut value);
-        let t1 = Instant::now();
+        let t1 = t0.map(|t0| (t0, Instant::now()));
         match done {
             Ok((ops, rows)) => {
-                out.latency_ns
-                    .saturating_record((t1 - t0).as_nanos() as u64);
+                if let Some((t0, t1)) = t1 {
+                    out.latency_ns
+                        .saturating_record((t1 - t0).as_nanos() as u64);
+                }
                 out.ops += ops;
                 out.rows += rows;
             }
             Err(BenchError::Driver(e)) if e.is_retryable() => out.retries += 1,
             Err(e) => return Err(e),
         }
-        if t1 >= deadline {
+        if matches!(t1, Some((_, t1)) if t1 >= deadline) {
             return Ok(out);
         }
     }
