@@ -50,6 +50,23 @@ fn dirty(p: &BufferPool, pids: &[u32]) -> Vec<FrameId> {
         .collect()
 }
 
+/// A 32-frame pool whose pages 0..96 were each written once (page n's LSN is n + 1), so all
+/// but 32 of them live on the simulated disk only: the race tests' reads keep evicting.
+fn pool_of_96_written_pages() -> BufferPool {
+    let p = pool(32);
+    for chunk in (0..96u32).collect::<Vec<_>>().chunks(16) {
+        let f = dirty(&p, chunk);
+        assert_eq!(p.flush_batch(&f).unwrap(), f.len());
+    }
+    p
+}
+
+/// One step of the race tests' pseudo-random sequence (Knuth's MMIX LCG).
+fn lcg(x: u64) -> u64 {
+    x.wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407)
+}
+
 /// B5 with concurrent writers: a prepared batch's pages are skipped by `oldest_dirty_in`
 /// and by another `prepare_batch` until it is written (then clean) or dropped (released).
 #[test]
@@ -256,11 +273,7 @@ fn regression_a_page_changed_while_written_stays_dirty_from_the_change() {
 /// page to the frame whose meta names it.
 #[test]
 fn hits_without_the_mutex_race_evictions_safely() {
-    let p = pool(32);
-    for chunk in (0..96u32).collect::<Vec<_>>().chunks(16) {
-        let f = dirty(&p, chunk);
-        assert_eq!(p.flush_batch(&f).unwrap(), f.len());
-    }
+    let p = pool_of_96_written_pages();
     let stop = AtomicBool::new(false);
     std::thread::scope(|s| {
         for t in 0..3u64 {
@@ -268,9 +281,7 @@ fn hits_without_the_mutex_race_evictions_safely() {
             s.spawn(move || {
                 let mut x = t + 1;
                 for _ in 0..5_000 {
-                    x = x
-                        .wrapping_mul(6364136223846793005)
-                        .wrapping_add(1442695040888963407);
+                    x = lcg(x);
                     // a hot third of the pages, and now and then a cold one
                     let n = if x >> 60 < 12 {
                         (x >> 33) % 24
@@ -408,11 +419,7 @@ fn read_frame_follows_the_frame_not_the_page() {
 /// agrees with every frame's `mapped`.
 #[test]
 fn read_frame_races_evictions_and_frame_reuse_safely() {
-    let p = pool(32);
-    for chunk in (0..96u32).collect::<Vec<_>>().chunks(16) {
-        let f = dirty(&p, chunk);
-        assert_eq!(p.flush_batch(&f).unwrap(), f.len());
-    }
+    let p = pool_of_96_written_pages();
     let stop = AtomicBool::new(false);
     let (guessed, refused) = (AtomicU64::new(0), AtomicU64::new(0));
     std::thread::scope(|s| {
@@ -421,9 +428,7 @@ fn read_frame_races_evictions_and_frame_reuse_safely() {
             s.spawn(move || {
                 let mut x = t + 1;
                 for _ in 0..5_000 {
-                    x = x
-                        .wrapping_mul(6364136223846793005)
-                        .wrapping_add(1442695040888963407);
+                    x = lcg(x);
                     let n = ((x >> 33) % 96) as u32;
                     let g = p.read(PageId(n)).unwrap();
                     assert_eq!(g.page_id(), PageId(n));
@@ -436,9 +441,7 @@ fn read_frame_races_evictions_and_frame_reuse_safely() {
             s.spawn(move || {
                 let mut x = t + 7;
                 while !stop.load(Ordering::Relaxed) {
-                    x = x
-                        .wrapping_mul(6364136223846793005)
-                        .wrapping_add(1442695040888963407);
+                    x = lcg(x);
                     let fid = FrameId(((x >> 33) % 32) as u32);
                     match p.read_frame(fid, 0) {
                         Some(g) => {
@@ -461,7 +464,13 @@ fn read_frame_races_evictions_and_frame_reuse_safely() {
                 std::thread::yield_now();
             }
         });
-        while p.status().page_requests < 10_000 + guessed.load(Ordering::Relaxed) {
+        // until the readers are done, and (on a loaded machine the guessing threads may not
+        // have run yet) until a guess latched a frame, 10 s at most
+        let start = std::time::Instant::now();
+        while p.status().page_requests < 10_000 + guessed.load(Ordering::Relaxed)
+            || (guessed.load(Ordering::Relaxed) == 0
+                && start.elapsed() < std::time::Duration::from_secs(10))
+        {
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
         stop.store(true, Ordering::Relaxed);
