@@ -26,6 +26,8 @@ use std::time::{Duration, Instant};
 
 /// How long a writer may wait for log space before the engine gives up and poisons itself.
 pub const LOG_SPACE_WAIT_MAX: Duration = Duration::from_secs(30);
+/// How long a writer waits for log space before a warning names it.
+pub const LOG_SPACE_WAIT_WARN: Duration = Duration::from_secs(5);
 
 /// What the layer above does for a writer that found the log full.
 pub trait MakeRoom: Send + Sync {
@@ -121,6 +123,7 @@ impl LogSpace {
         payload: &[u8],
     ) -> Result<(LsnRange, RwLockReadGuard<'a, ()>)> {
         let start = Instant::now();
+        let mut warned = false;
         loop {
             let fence = self.fence.read();
             match self.log.append_range(payload) {
@@ -128,6 +131,20 @@ impl LogSpace {
                 Err(Error::LogFull { .. }) => {
                     drop(fence);
                     self.log_full_waits.fetch_add(1, Ordering::Relaxed);
+                    if !warned && start.elapsed() > LOG_SPACE_WAIT_WARN {
+                        // Once per wait: which append starves, and (RUST_BACKTRACE=1) from
+                        // where, before the wait ends in LOG_SPACE_WAIT_MAX's refusal.
+                        warned = true;
+                        tracing::warn!(
+                            "an append of {} bytes has found the redo log full for {}s \
+                             (checkpoint age {} of {} bytes); its stack: {}",
+                            payload.len(),
+                            LOG_SPACE_WAIT_WARN.as_secs(),
+                            self.log.current_lsn().0 - self.log.checkpoint_lsn().0,
+                            self.log.capacity(),
+                            std::backtrace::Backtrace::capture()
+                        );
+                    }
                     // The writer makes room itself too: at open, recovery re-applies
                     // transactions before any page cleaner runs, into a log that may have
                     // crashed nearly full.
