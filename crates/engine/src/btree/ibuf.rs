@@ -147,6 +147,11 @@ crate::counter::counter_group! {
 /// Entries one merge mtr applies at most (a leaf with more is merged in several mtrs, each
 /// applying the oldest ones, while the stripe keeps new ones out).
 const MERGE_BATCH: usize = 256;
+/// Leaves `merge_all` merges under one log reservation.
+const MERGE_ALL_LEAVES: usize = 8;
+/// Pages of redo one leaf's merge may log: the leaf, the change buffer's leaf, and a join or
+/// a free of either (its neighbour or the file header).
+const MERGE_REDO_PAGES_PER_LEAF: u64 = 4;
 
 /// Shards of the per-page map and stripes of the buffering lock.
 const SHARDS: usize = 64;
@@ -599,14 +604,42 @@ impl ChangeBuffer {
     }
 
     /// Merges every buffered change (a clean shutdown leaves the change buffer empty, so a
-    /// read-only open never needs to write a merge).
+    /// read-only open never needs to write a merge), up to [`MERGE_ALL_LEAVES`] leaves at a time,
+    /// each group under a log reservation taken before it latches anything
+    /// (`LogSpace::with_room`, as the background merge's `admit_background`): a merge whose
+    /// mtr found the log full at append held its pages' latches while it waited, one of them
+    /// could be the oldest dirty page the checkpoint had to write, and the close failed after
+    /// 30 s with "the redo log stayed full" (insert l.i1 over a 2 x 2 MiB log, closing with
+    /// the log at its sync point).
     pub fn merge_all(&self, cx: &Ctx<'_>) -> Result<()> {
+        // a group's room at most an eighth of the log, so a nested reservation (a gone
+        // table's discard) still fits beside it
+        let per_leaf = crate::mtr::redo_bound(cx.pool.page_size(), MERGE_REDO_PAGES_PER_LEAF);
+        let leaves =
+            ((cx.space.log().capacity() / 8 / per_leaf) as usize).clamp(1, MERGE_ALL_LEAVES);
+        let room = leaves as u64 * per_leaf;
+        let merge = |max: usize| -> Result<usize> {
+            let mut merged = 0;
+            cx.space.with_room(room, || {
+                merged = self.merge_some(cx, max)?;
+                Ok(())
+            })?;
+            Ok(merged)
+        };
         *self.cursor.lock() = Vec::new();
         while self.entries() > 0 {
-            if self.merge_some(cx, 1024)? == 0 && self.entries() > 0 {
-                // entries the scan did not meet (a table gone): one more pass from the start
+            let mut merged = merge(leaves)?;
+            if merged == 0 && self.entries() > 0 {
+                // entries the scan did not meet (a table gone): passes from the start
                 *self.cursor.lock() = Vec::new();
-                if self.merge_some(cx, usize::MAX)? == 0 {
+                loop {
+                    let n = merge(leaves)?;
+                    merged += n;
+                    if n == 0 || self.cursor.lock().is_empty() {
+                        break;
+                    }
+                }
+                if merged == 0 {
                     break;
                 }
             }
