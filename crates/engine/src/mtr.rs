@@ -2,18 +2,25 @@
 //! at commit every changed page gets the mtr's LSN and enters its flush list (if it was clean).
 //!
 //! Recipe for every page change (as PostgreSQL's): latch -> modify -> log -> stamp LSN ->
-//! mark dirty -> unlatch. The first write access to a page snapshots it; at commit each changed
-//! page becomes one PageDiff record (the changed byte ranges; wal/record.rs), and all of them
-//! are appended as one log group, which the reader returns only whole: splits and root growth
-//! are atomic in the log. Pages get the group's end LSN; clean pages enter their flush list
+//! mark dirty -> unlatch. At commit each changed page becomes one PageDiff record (the changed
+//! byte ranges; wal/record.rs), and all of them are appended as one log group, which the
+//! reader returns only whole: splits and root growth are atomic in the log. Pages get the group's end LSN; clean pages enter their flush list
 //! with the group's start LSN as oldest_modification, under the checkpoint fence (flush/).
+//!
+//! Two ways to know what changed. Changes made through [`Mtr::change`] note every byte range
+//! they write (page::Touch), and a page changed only that way is logged from those ranges: no
+//! copy of the page, no comparison. Raw write access ([`Mtr::pg`], [`Mtr::pg2`]) copies the
+//! page at its first write and diffs the copy at commit; a page first changed through `change`
+//! and then written raw logs its noted ranges as a record of their own at that point, then is
+//! copied. Debug builds keep a copy of noted pages too and check at commit that every changed
+//! byte lies in a noted range, so a change that writes outside what it notes fails the tests.
 //!
 //! What must stay true: an mtr acquires every page it may need (and reads it from disk) before
 //! it changes the first one, so an I/O error can abort it cleanly with nothing modified.
 
 use crate::buffer::{BufferPool, PageWrite};
 use crate::error::Result;
-use crate::page::node;
+use crate::page::{node, Touch};
 use crate::types::{Lsn, PageId};
 use crate::wal::record;
 use crate::wal::LogSpace;
@@ -40,6 +47,68 @@ enum Before {
     Image(Box<[u8]>),
     /// The page just after this mtr compacted it ([`Mtr::compact`]): redo compacts first.
     Compacted(Box<[u8]>),
+    /// Changed only through [`Mtr::change`] since the mtr latched it or last logged it.
+    Noted(Noted),
+}
+
+/// The ranges noted on a page changed only through [`Mtr::change`].
+struct Noted {
+    /// The mtr compacted the page before these ranges were written: redo compacts first.
+    compacted: bool,
+    ranges: Vec<(usize, usize)>,
+    /// The page as it was before the first noted range (after the compaction when
+    /// `compacted`), which the noted ranges are checked against.
+    #[cfg(debug_assertions)]
+    image: Box<[u8]>,
+}
+
+impl Noted {
+    fn new(compacted: bool, _page: &[u8]) -> Self {
+        Noted {
+            compacted,
+            ranges: spare_ranges(),
+            #[cfg(debug_assertions)]
+            image: image_of(_page),
+        }
+    }
+
+    /// Appends the page's record (if there is anything to log) and keeps its buffers for the
+    /// next mtr of this thread.
+    fn log(mut self, out: &mut Vec<u8>, pid: PageId, page: &[u8]) {
+        let _at = out.len();
+        record::encode_page_ranges(out, pid, self.compacted, page, &mut self.ranges);
+        recycle_ranges(std::mem::take(&mut self.ranges));
+        #[cfg(debug_assertions)]
+        {
+            check_noted(pid, &self.image, page, &out[_at..]);
+            recycle(std::mem::replace(&mut self.image, Box::new([])));
+        }
+    }
+}
+
+/// Panics unless `record` (the record logged from a page's noted ranges, or nothing) turns
+/// `before` into `after`, the LSN fields aside: a change that wrote where it did not note would
+/// leave redo that does not reproduce the page.
+#[cfg(debug_assertions)]
+fn check_noted(pid: PageId, before: &[u8], after: &[u8], record: &[u8]) {
+    let ps = after.len();
+    let mut redone = before.to_vec();
+    let Some(recs) = record::decode_group(record, ps) else {
+        panic!("page {pid:?}: the record of its noted ranges does not decode")
+    };
+    for r in recs {
+        if let record::Record::PageDiff { ranges, .. } = r {
+            record::apply_page_diff(&mut redone, false, &ranges);
+        }
+    }
+    let lsn_field = |i: usize| (8..16).contains(&i) || i >= ps - 8;
+    if let Some(i) = (0..ps).find(|&i| !lsn_field(i) && redone[i] != after[i]) {
+        panic!(
+            "page {pid:?}: byte {i} is {} after the change but {} after its redo: the change \
+             wrote outside the ranges it noted",
+            after[i], redone[i]
+        );
+    }
 }
 
 /// Page-image buffers for before-images, kept per thread between mtrs: an mtr's first write
@@ -49,6 +118,7 @@ const SPARE_IMAGES: usize = 8;
 
 thread_local! {
     static SPARE: std::cell::RefCell<Vec<Box<[u8]>>> = const { std::cell::RefCell::new(Vec::new()) };
+    static SPARE_RANGES: std::cell::RefCell<Vec<Vec<(usize, usize)>>> = const { std::cell::RefCell::new(Vec::new()) };
     /// Bytes of redo the mtrs of this thread appended.
     static REDO_APPENDED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
@@ -73,6 +143,24 @@ fn image_of(page: &[u8]) -> Box<[u8]> {
         }
         None => page.into(),
     }
+}
+
+/// An empty range list, reused when this thread has one spare.
+fn spare_ranges() -> Vec<(usize, usize)> {
+    SPARE_RANGES
+        .with(|s| s.borrow_mut().pop())
+        .unwrap_or_else(|| Vec::with_capacity(16))
+}
+
+/// Keeps `r` for the next mtr of this thread (up to SPARE_IMAGES lists).
+fn recycle_ranges(mut r: Vec<(usize, usize)>) {
+    r.clear();
+    SPARE_RANGES.with(|s| {
+        let mut s = s.borrow_mut();
+        if s.len() < SPARE_IMAGES {
+            s.push(r);
+        }
+    });
 }
 
 /// Keeps `img` for the next mtr of this thread (up to SPARE_IMAGES).
@@ -133,11 +221,42 @@ impl<'a> Mtr<'a> {
         self.pages.len() - 1
     }
 
+    /// Before raw write access to slot `s`: copies the page unless it is copied already. A
+    /// page with noted changes logs them first (as a record of their own, into `early`), so the
+    /// copy's diff at commit holds only what is written from now on.
     fn snapshot(&mut self, s: Slot) {
-        if matches!(self.before[s], Before::Untouched) {
-            if let Some(Some(g)) = self.pages.get(s) {
+        let Some(Some(g)) = self.pages.get(s) else {
+            return;
+        };
+        match &self.before[s] {
+            Before::Untouched => self.before[s] = Before::Image(image_of(&g[..])),
+            Before::Noted(_) => {
+                let Before::Noted(noted) =
+                    std::mem::replace(&mut self.before[s], Before::Untouched)
+                else {
+                    unreachable!("matched above")
+                };
+                noted.log(&mut self.early, g.page_id(), &g[..]);
                 self.before[s] = Before::Image(image_of(&g[..]));
             }
+            Before::Fresh | Before::Image(_) | Before::Compacted(_) => {}
+        }
+    }
+
+    /// Changes held page `s` with `f`, which writes to the page only where it notes (the
+    /// `..._noting` functions of page::node). A page changed only this way is logged from the
+    /// noted ranges; on a page already copied for raw access ([`Mtr::pg`]) or fresh, what `f`
+    /// notes is not needed (the diff finds the changes) and is dropped.
+    pub fn change<R>(&mut self, s: Slot, f: impl FnOnce(&mut [u8], &mut dyn Touch) -> R) -> R {
+        let Some(Some(g)) = self.pages.get_mut(s) else {
+            unreachable!("mtr slot {s} not held")
+        };
+        if matches!(self.before[s], Before::Untouched) {
+            self.before[s] = Before::Noted(Noted::new(false, &g[..]));
+        }
+        match &mut self.before[s] {
+            Before::Noted(noted) => f(&mut g[..], &mut noted.ranges),
+            _ => f(&mut g[..], &mut ()),
         }
     }
 
@@ -198,12 +317,24 @@ impl<'a> Mtr<'a> {
     /// a row in a full leaf compacts it every few updates; such a transaction wrote several
     /// times the redo its commit reserved for its apply, and an applying transaction pins the
     /// checkpoint at its COMMIT, so a log it fills cannot be freed.
+    ///
+    /// A page not changed yet, or changed only through [`Mtr::change`], logs what was noted and
+    /// goes on noting after the compaction, with no copy of the page.
     pub fn compact(&mut self, s: Slot) {
-        self.snapshot(s);
         let pid = self.pid(s);
         let Some(Some(g)) = self.pages.get_mut(s) else {
             unreachable!("mtr slot {s} not held")
         };
+        match std::mem::replace(&mut self.before[s], Before::Untouched) {
+            Before::Untouched => {}
+            Before::Noted(noted) => noted.log(&mut self.early, pid, &g[..]),
+            other => self.before[s] = other,
+        }
+        if matches!(self.before[s], Before::Untouched) {
+            node::compact(&mut g[..]);
+            self.before[s] = Before::Noted(Noted::new(true, &g[..]));
+            return;
+        }
         match &mut self.before[s] {
             // logged whole from zeros at commit anyway
             Before::Fresh => node::compact(&mut g[..]),
@@ -219,7 +350,7 @@ impl<'a> Mtr<'a> {
                 node::compact(&mut g[..]);
                 img.copy_from_slice(g);
             }
-            Before::Untouched => unreachable!("snapshot taken above"),
+            Before::Untouched | Before::Noted(_) => unreachable!("handled above"),
         }
     }
 
@@ -261,12 +392,19 @@ impl<'a> Mtr<'a> {
 
     fn finish(&mut self) -> Result<Lsn> {
         let mut payload = std::mem::take(&mut self.early);
-        for (g, before) in self.pages.iter().zip(&self.before) {
+        for (g, before) in self.pages.iter().zip(self.before.iter_mut()) {
             let Some(g) = g else { continue };
             if !g.is_modified() {
                 continue;
             }
-            match before {
+            if let Before::Noted(_) = before {
+                let Before::Noted(noted) = std::mem::replace(before, Before::Untouched) else {
+                    unreachable!("matched above")
+                };
+                noted.log(&mut payload, g.page_id(), g);
+                continue;
+            }
+            match &*before {
                 Before::Fresh => {
                     record::encode_page_diff(&mut payload, g.page_id(), None, g);
                 }
@@ -276,7 +414,9 @@ impl<'a> Mtr<'a> {
                 Before::Compacted(b) => {
                     record::encode_compacted_page_diff(&mut payload, g.page_id(), b, g);
                 }
-                Before::Untouched => unreachable!("modified page without a before-image"),
+                Before::Untouched | Before::Noted(_) => {
+                    unreachable!("modified page without a before-image")
+                }
             }
         }
         let result = if payload.is_empty() {
@@ -309,8 +449,14 @@ impl<'a> Mtr<'a> {
             drop(g);
         }
         for b in self.before.drain(..) {
-            if let Before::Image(img) | Before::Compacted(img) = b {
-                recycle(img);
+            match b {
+                Before::Image(img) | Before::Compacted(img) => recycle(img),
+                Before::Noted(noted) => {
+                    recycle_ranges(noted.ranges);
+                    #[cfg(debug_assertions)]
+                    recycle(noted.image);
+                }
+                Before::Untouched | Before::Fresh => {}
             }
         }
         result

@@ -31,7 +31,7 @@ impl Tree {
                     space::free(&mut mtr, hs, s);
                 }
             }
-            node::remove(mtr.pg(leaf), i);
+            mtr.change(leaf, |b, t| node::remove_noting(b, i, t));
             let emptied = node::nslots(mtr.peek(leaf)) == 0 && mtr.pid(leaf) != self.root;
             self.note_leaves(cx, &mtr);
             mtr.commit()?;

@@ -1079,7 +1079,9 @@ impl Tree {
                 (Op::Insert, Ok(_)) | (Op::Delete, Err(_)) => out.violations += 1,
                 (Op::Insert, Err(p)) => {
                     mtr.make_contiguous(leaf, node::CELL_HEADER + ukey.len());
-                    if !node::insert_leaf_inline(mtr.pg(leaf), p, &ukey, &[]) {
+                    if !mtr.change(leaf, |b, t| {
+                        node::insert_leaf_inline_noting(b, p, &ukey, &[], t)
+                    }) {
                         // the free space noted when it was buffered was wrong: a bug; the
                         // mtr commits what it applied so far (each change whole)
                         return Err(Error::corrupt(
@@ -1089,12 +1091,12 @@ impl Tree {
                         ));
                     }
                 }
-                (Op::Delete, Ok(p)) => node::remove(mtr.pg(leaf), p),
+                (Op::Delete, Ok(p)) => mtr.change(leaf, |b, t| node::remove_noting(b, p, t)),
             }
             if op == Op::Insert {
                 out.cells += insert_cell(&ukey);
             }
-            node::remove(mtr.pg(il), i);
+            mtr.change(il, |b, t| node::remove_noting(b, i, t));
             out.applied += 1;
             last_key = Some(ukey);
             last_ibuf_key = Some(ikey);

@@ -43,18 +43,17 @@ fn try_place(mtr: &mut Mtr<'_>, s: Slot, pos: usize, c: &Cell<'_>) -> bool {
             Cell::Internal { key, .. } => key.len(),
         };
     mtr.make_contiguous(s, len);
-    let b = mtr.pg(s);
-    match c {
+    mtr.change(s, |b, t| match c {
         Cell::Leaf {
             key,
             value: LeafVal::Inline(v),
-        } => node::insert_leaf_inline(b, pos, key, v),
+        } => node::insert_leaf_inline_noting(b, pos, key, v, t),
         Cell::Leaf {
             key,
             value: LeafVal::Overflow { len, first },
-        } => node::insert_leaf_overflow(b, pos, key, *len, *first),
-        Cell::Internal { key, child } => node::insert(b, pos, key, child.0, &[]),
-    }
+        } => node::insert_leaf_overflow_noting(b, pos, key, *len, *first, t),
+        Cell::Internal { key, child } => node::insert_noting(b, pos, key, child.0, &[], t),
+    })
 }
 
 /// What replacing/inserting `key` in a leaf needs.
@@ -210,14 +209,16 @@ impl Tree {
             // redo holds only the bytes that changed, not a moved cell and shifted slots
             if matches!(node::leaf_value(mtr.peek(leaf), i), node::LeafValue::Inline(v) if v.len() == value.len())
             {
-                let done = node::overwrite_inline_value(mtr.pg(leaf), i, value);
+                let done = mtr.change(leaf, |b, t| {
+                    node::overwrite_inline_value_noting(b, i, value, t)
+                });
                 debug_assert!(done);
                 return Ok(());
             }
         }
         let val = self.prepare_value(mtr, value, inline, plan)?;
         if let Some(i) = plan.old {
-            node::remove(mtr.pg(leaf), i);
+            mtr.change(leaf, |b, t| node::remove_noting(b, i, t));
         }
         let placed = try_place(mtr, leaf, plan.pos, &Cell::Leaf { key, value: val });
         assert!(placed, "leaf had room by plan");

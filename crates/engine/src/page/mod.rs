@@ -96,6 +96,37 @@ fn wr_u64(b: &mut [u8], off: usize, v: u64) {
     b[off..off + 8].copy_from_slice(&v.to_le_bytes());
 }
 
+/// Where a change to a page wrote. The page-changing functions named `..._noting` report every
+/// byte range `start..end` they write to it, so that a mini-transaction that changes a page
+/// only through them logs those ranges (mtr.rs) instead of copying the page before its first
+/// change and comparing the copy with the page at commit.
+pub trait Touch {
+    fn touch(&mut self, start: usize, end: usize);
+}
+
+/// Nothing noted: the caller finds the changes another way (a diff against a copy).
+impl Touch for () {
+    #[inline(always)]
+    fn touch(&mut self, _: usize, _: usize) {}
+}
+
+/// The ranges in the order written; a range that continues or overlaps the last one extends it.
+impl Touch for Vec<(usize, usize)> {
+    #[inline]
+    fn touch(&mut self, start: usize, end: usize) {
+        if start >= end {
+            return;
+        }
+        match self.last_mut() {
+            Some(last) if start <= last.1 && end >= last.0 => {
+                last.0 = last.0.min(start);
+                last.1 = last.1.max(end);
+            }
+            _ => self.push((start, end)),
+        }
+    }
+}
+
 /// Header accessors over a page buffer. The buffer length is the page size.
 pub mod hdr {
     use super::*;

@@ -13,7 +13,10 @@
 //! Sizes are chosen so that at least four maximal cells fit a page: a split of a full page
 //! always leaves room for the cell being inserted.
 
-use super::{hdr, rd_u16, rd_u32, wr_u16, wr_u32, PAGE_HEADER_SIZE, PAGE_TRAILER_SIZE};
+use super::{
+    hdr, rd_u16, rd_u32, wr_u16, wr_u32, Touch, OFF_FRAG, OFF_HEAP_TOP, OFF_NSLOTS,
+    PAGE_HEADER_SIZE, PAGE_TRAILER_SIZE,
+};
 use crate::types::PageId;
 
 pub const CELL_HEADER: usize = 6;
@@ -86,6 +89,17 @@ pub fn leaf_value(b: &[u8], i: usize) -> LeafValue<'_> {
 /// cheapest change to log (only the changed bytes reach the redo). Returns false, changing
 /// nothing, when the record's value is not inline or has another length.
 pub fn overwrite_inline_value(b: &mut [u8], i: usize, v: &[u8]) -> bool {
+    overwrite_inline_value_noting(b, i, v, &mut ())
+}
+
+/// [`overwrite_inline_value`], noting in `t` each run of bytes that differs from the old value
+/// (the only bytes it writes), so an update of a few columns of a wide row notes those.
+pub fn overwrite_inline_value_noting<T: Touch + ?Sized>(
+    b: &mut [u8],
+    i: usize,
+    v: &[u8],
+    t: &mut T,
+) -> bool {
     let off = cell_off(b, i);
     let klen = rd_u16(b, off) as usize;
     let w = rd_u32(b, off + 2);
@@ -93,7 +107,20 @@ pub fn overwrite_inline_value(b: &mut [u8], i: usize, v: &[u8]) -> bool {
         return false;
     }
     let start = off + CELL_HEADER + klen;
-    b[start..start + v.len()].copy_from_slice(v);
+    let old = &mut b[start..start + v.len()];
+    let mut j = 0;
+    while j < v.len() {
+        if old[j] == v[j] {
+            j += 1;
+            continue;
+        }
+        let run = j;
+        while j < v.len() && old[j] != v[j] {
+            j += 1;
+        }
+        old[run..j].copy_from_slice(&v[run..j]);
+        t.touch(start + run, start + j);
+    }
     true
 }
 
@@ -253,6 +280,19 @@ pub fn insert_needs_compact(b: &[u8], len: usize) -> bool {
 /// Inserts a cell at slot `i`; returns false (page unchanged) when it does not fit.
 /// `word` is the child page (internal) or the value word (leaf); `payload` follows the key.
 pub fn insert(b: &mut [u8], i: usize, k: &[u8], word: u32, payload: &[u8]) -> bool {
+    insert_noting(b, i, k, word, payload, &mut ())
+}
+
+/// [`insert`], noting in `t` the ranges it writes: the new cell, the slots from `i` on, the
+/// slot count and heap top, and everything but the LSN fields when it has to compact first.
+pub fn insert_noting<T: Touch + ?Sized>(
+    b: &mut [u8],
+    i: usize,
+    k: &[u8],
+    word: u32,
+    payload: &[u8],
+    t: &mut T,
+) -> bool {
     let len = CELL_HEADER + k.len() + payload.len();
     if free_space(b) < len + SLOT_SIZE {
         return false;
@@ -260,6 +300,7 @@ pub fn insert(b: &mut [u8], i: usize, k: &[u8], word: u32, payload: &[u8]) -> bo
     let n = nslots(b);
     if insert_needs_compact(b, len) {
         compact(b);
+        t.touch(OFF_NSLOTS, b.len() - PAGE_TRAILER_SIZE);
     }
     let top = hdr::heap_top(b) - len;
     wr_u16(b, top, k.len() as u16);
@@ -270,6 +311,9 @@ pub fn insert(b: &mut [u8], i: usize, k: &[u8], word: u32, payload: &[u8]) -> bo
     wr_u16(b, slot_pos(i), top as u16);
     hdr::set_heap_top(b, top);
     hdr::set_nslots(b, n + 1);
+    t.touch(OFF_NSLOTS, OFF_HEAP_TOP + 4);
+    t.touch(slot_pos(i), slot_pos(n + 1));
+    t.touch(top, top + len);
     true
 }
 
@@ -278,9 +322,39 @@ pub fn insert_leaf_inline(b: &mut [u8], i: usize, k: &[u8], v: &[u8]) -> bool {
     insert(b, i, k, v.len() as u32, v)
 }
 
+/// [`insert_leaf_inline`], noting what it writes ([`insert_noting`]).
+pub fn insert_leaf_inline_noting<T: Touch + ?Sized>(
+    b: &mut [u8],
+    i: usize,
+    k: &[u8],
+    v: &[u8],
+    t: &mut T,
+) -> bool {
+    insert_noting(b, i, k, v.len() as u32, v, t)
+}
+
 /// Inserts a leaf record whose value lives in an overflow chain.
 pub fn insert_leaf_overflow(b: &mut [u8], i: usize, k: &[u8], len: usize, first: PageId) -> bool {
-    insert(b, i, k, len as u32 | OVERFLOW_BIT, &first.0.to_le_bytes())
+    insert_leaf_overflow_noting(b, i, k, len, first, &mut ())
+}
+
+/// [`insert_leaf_overflow`], noting what it writes ([`insert_noting`]).
+pub fn insert_leaf_overflow_noting<T: Touch + ?Sized>(
+    b: &mut [u8],
+    i: usize,
+    k: &[u8],
+    len: usize,
+    first: PageId,
+    t: &mut T,
+) -> bool {
+    insert_noting(
+        b,
+        i,
+        k,
+        len as u32 | OVERFLOW_BIT,
+        &first.0.to_le_bytes(),
+        t,
+    )
 }
 
 /// Copies cell `i` of `src` into `dst` at slot `j` (same page kind).
@@ -296,6 +370,12 @@ pub fn copy_cell(src: &[u8], i: usize, dst: &mut [u8], j: usize) -> bool {
 
 /// Removes slot `i`; its cell bytes become fragmentation.
 pub fn remove(b: &mut [u8], i: usize) {
+    remove_noting(b, i, &mut ());
+}
+
+/// [`remove`], noting in `t` the ranges it writes: the slots from `i` on (the last slot's old
+/// bytes stay as they were), the slot count and the heap top or the fragmented bytes.
+pub fn remove_noting<T: Touch + ?Sized>(b: &mut [u8], i: usize, t: &mut T) {
     let n = nslots(b);
     let len = cell_len(b, i);
     let off = cell_off(b, i);
@@ -303,9 +383,13 @@ pub fn remove(b: &mut [u8], i: usize) {
     hdr::set_nslots(b, n - 1);
     if off == hdr::heap_top(b) {
         hdr::set_heap_top(b, off + len);
+        t.touch(OFF_NSLOTS, OFF_HEAP_TOP + 4);
     } else {
         hdr::set_frag_bytes(b, hdr::frag_bytes(b) + len);
+        t.touch(OFF_NSLOTS, OFF_NSLOTS + 2);
+        t.touch(OFF_FRAG, OFF_FRAG + 4);
     }
+    t.touch(slot_pos(i), slot_pos(n - 1));
 }
 
 /// Removes slots `from..` (used by splits after copying them away).

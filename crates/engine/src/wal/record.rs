@@ -151,6 +151,80 @@ pub fn encode_compacted_page_diff(out: &mut Vec<u8>, page: PageId, compacted: &[
     encode_diff(out, page, Some(compacted), after, true);
 }
 
+/// Appends a PageDiff record that logs `after`'s bytes in `ranges` (in any order; they may
+/// overlap and may hold LSN bytes, which are left out), compacting the page first when
+/// `compacted`: what an mtr logs for a page it changed only through changes that noted every
+/// range they wrote (page::Touch). Ranges closer than MERGE_GAP are logged as one, as in
+/// [`encode_page_diff`]. Returns false (and appends nothing) when there is nothing to log.
+pub fn encode_page_ranges(
+    out: &mut Vec<u8>,
+    page: PageId,
+    compacted: bool,
+    after: &[u8],
+    ranges: &mut [(usize, usize)],
+) -> bool {
+    let ps = after.len();
+    ranges.sort_unstable();
+    // merged in place into ranges[..m]
+    let mut m = 0;
+    for k in 0..ranges.len() {
+        let (s, e) = (ranges[k].0, ranges[k].1.min(ps));
+        if s >= e {
+            continue;
+        }
+        if m > 0 && s < ranges[m - 1].1 + MERGE_GAP {
+            ranges[m - 1].1 = ranges[m - 1].1.max(e);
+        } else {
+            ranges[m] = (s, e);
+            m += 1;
+        }
+    }
+    if m == 0 && !compacted {
+        return false;
+    }
+    out.push(REC_PAGE_DIFF);
+    let len_at = out.len();
+    out.extend_from_slice(&[0; 4]);
+    out.extend_from_slice(&page.0.to_le_bytes());
+    out.push(if compacted { FLAG_COMPACTED } else { 0 });
+    let count_at = out.len();
+    out.extend_from_slice(&[0; 2]);
+    let mut count = 0u16;
+    let mut put = |out: &mut Vec<u8>, s: usize, e: usize| {
+        for a in (s..e).step_by(MAX_RANGE) {
+            let b = (a + MAX_RANGE).min(e);
+            out.extend_from_slice(&(a as u16).to_le_bytes());
+            out.extend_from_slice(&((b - a) as u16).to_le_bytes());
+            out.extend_from_slice(&after[a..b]);
+            count += 1;
+        }
+    };
+    // the LSN fields, in page order: header bytes 8..16 and the trailer
+    let lsn_fields = [(8, 16), (ps - 8, ps)];
+    for &(s, e) in &ranges[..m] {
+        let mut a = s;
+        for &(ls, le) in &lsn_fields {
+            if ls >= e {
+                break;
+            }
+            if le <= a {
+                continue;
+            }
+            if a < ls {
+                put(&mut *out, a, ls);
+            }
+            a = le;
+        }
+        if a < e {
+            put(&mut *out, a, e);
+        }
+    }
+    out[count_at..count_at + 2].copy_from_slice(&count.to_le_bytes());
+    let body = (out.len() - len_at - 4) as u32;
+    out[len_at..len_at + 4].copy_from_slice(&body.to_le_bytes());
+    true
+}
+
 fn encode_diff(
     out: &mut Vec<u8>,
     page: PageId,
@@ -557,6 +631,83 @@ mod tests {
             for i in 0..4096 {
                 if !is_lsn_byte(i, 4096) {
                     prop_assert_eq!(img[i], after[i], "byte {}", i);
+                }
+            }
+        }
+
+        /// A node page changed by inserts, removes, same-length overwrites and raw writes that
+        /// note what they write (page::Touch): the record logged from the noted ranges turns
+        /// the page before into the page after, the LSN fields aside, with the compacted flag
+        /// carried, and is no longer than the page plus a range header per noted range.
+        #[test]
+        fn noted_ranges_redo_the_page(
+            ops in prop::collection::vec((0u8..4, any::<u8>(), 0usize..300, any::<u8>()), 1..60),
+            raw in prop::collection::vec((0usize..4096, 1usize..64), 0..4),
+            compacted in any::<bool>(),
+        ) {
+            use crate::page::{init, node, PageType, Touch};
+            let ps = 4096;
+            let mut page = vec![0u8; ps];
+            init(&mut page, PageId(4), PageType::Leaf, 1);
+            for k in 0..20u8 {
+                node::insert_leaf_inline(&mut page, k as usize, &[k * 8, 0], &[k; 40]);
+            }
+            let before = page.clone();
+            let mut noted: Vec<(usize, usize)> = Vec::new();
+            for (kind, k, vlen, fill) in ops {
+                let key = [k, 1];
+                let n = node::nslots(&page);
+                match kind {
+                    0 => {
+                        let i = node::search(&page, &key).unwrap_or_else(|i| i);
+                        if node::search(&page, &key).is_err() {
+                            node::insert_leaf_inline_noting(&mut page, i, &key, &vec![fill; vlen], &mut noted);
+                        }
+                    }
+                    1 if n > 0 => node::remove_noting(&mut page, k as usize % n, &mut noted),
+                    2 if n > 0 => {
+                        let i = k as usize % n;
+                        if let node::LeafValue::Inline(v) = node::leaf_value(&page, i) {
+                            let mut v = v.to_vec();
+                            for (j, b) in v.iter_mut().enumerate() {
+                                if (j + fill as usize).is_multiple_of(7) { *b = b.wrapping_add(fill); }
+                            }
+                            prop_assert!(node::overwrite_inline_value_noting(&mut page, i, &v, &mut noted));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            for &(at, len) in &raw {
+                let end = (at + len).min(ps);
+                for b in &mut page[at..end] { *b ^= 0x5A; }
+                noted.touch(at, end);
+            }
+            let count = noted.len();
+            let mut out = Vec::new();
+            let wrote = encode_page_ranges(&mut out, PageId(4), compacted, &page, &mut noted);
+            prop_assert!(out.len() <= 12 + ps + 4 * (count + 2));
+            let mut redone = before.clone();
+            if wrote {
+                match &decode_group(&out, ps).unwrap()[..] {
+                    [Record::PageDiff { page: p, fresh, compacted: c, ranges }] => {
+                        prop_assert_eq!(*p, PageId(4));
+                        prop_assert!(!fresh);
+                        prop_assert_eq!(*c, compacted);
+                        for (off, bytes) in ranges {
+                            prop_assert!(off + bytes.len() <= 8 || *off >= 16);
+                            prop_assert!(off + bytes.len() <= ps - 8);
+                        }
+                        apply_page_diff(&mut redone, false, ranges);
+                    }
+                    _ => prop_assert!(false, "one record expected"),
+                }
+            } else {
+                prop_assert!(!compacted && out.is_empty());
+            }
+            for i in 0..ps {
+                if !is_lsn_byte(i, ps) {
+                    prop_assert_eq!(redone[i], page[i], "byte {}", i);
                 }
             }
         }
