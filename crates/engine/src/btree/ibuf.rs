@@ -606,11 +606,10 @@ impl ChangeBuffer {
     /// Merges every buffered change (a clean shutdown leaves the change buffer empty, so a
     /// read-only open never needs to write a merge), up to [`MERGE_ALL_LEAVES`] leaves at a time,
     /// each group under a log reservation taken before it latches anything
-    /// (`LogSpace::with_room`, as the background merge's `admit_background`): a merge whose
-    /// mtr found the log full at append held its pages' latches while it waited, one of them
-    /// could be the oldest dirty page the checkpoint had to write, and the close failed after
-    /// 30 s with "the redo log stayed full" (insert l.i1 over a 2 x 2 MiB log, closing with
-    /// the log at its sync point).
+    /// (`LogSpace::with_room`, as the background merge's `admit_background`). Why before: a
+    /// merge whose mtr finds the log full at append holds its pages' latches while it waits,
+    /// and the change buffer's leaf, which every merge changes, can be the oldest dirty page
+    /// the checkpoint has to write (docs/measurements.md, "A writer that waits for log room").
     pub fn merge_all(&self, cx: &Ctx<'_>) -> Result<()> {
         // a group's room at most an eighth of the log, so a nested reservation (a gone
         // table's discard) still fits beside it
