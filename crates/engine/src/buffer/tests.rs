@@ -301,9 +301,14 @@ fn hits_without_the_mutex_race_evictions_safely() {
                 std::thread::yield_now();
             }
         });
-        // the readers end first (scope joins them in order), then the cleaner
+        // the readers end first (scope joins them in order), then the cleaner, once it has
+        // evicted a page (10 s at most): on a loaded machine it may not have run at all
+        // before the readers finished
         std::thread::sleep(std::time::Duration::from_millis(1));
-        while p.status().page_requests < 15_000 {
+        let t0 = std::time::Instant::now();
+        while (p.status().page_requests < 15_000 || p.status().lru_evictions == 0)
+            && t0.elapsed() < std::time::Duration::from_secs(10)
+        {
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
         stop.store(true, Ordering::Relaxed);
