@@ -54,7 +54,8 @@ columns!(
 );
 
 columns!(
-    TAIL: cpu_pct,
+    TAIL: interval_ms,
+    cpu_pct,
     rss_bytes,
     io_read_bytes,
     io_write_bytes,

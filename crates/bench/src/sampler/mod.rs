@@ -86,6 +86,10 @@ pub struct KindInterval {
 pub struct SampleRow {
     /// Seconds since the run started, at the end of this interval.
     pub t_s: u64,
+    /// The interval's real length, ms: a tick the scheduler woke late makes its second longer
+    /// and the next one shorter by as much.
+    #[serde(default)]
+    pub interval_ms: f64,
     pub phase: String,
     /// Left out of the figures: a warmup second, or the partial last second of a step.
     pub excluded: bool,
@@ -222,6 +226,7 @@ impl Sampler {
             .collect();
         let row = SampleRow {
             t_s: now.duration_since(self.started).as_secs_f64().round() as u64,
+            interval_ms: secs * 1e3,
             phase: clients.phase.lock().clone(),
             excluded,
             ops: prim.ok,

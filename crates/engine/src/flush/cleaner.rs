@@ -37,6 +37,8 @@ struct Marks {
     lsn: u64,
     dirtied: u64,
     reads: u64,
+    /// Commits that wrote redo.
+    commits: u64,
 }
 
 struct Meter {
@@ -113,6 +115,8 @@ struct Rates {
     elapsed: f64,
     /// Redo bytes per second.
     redo: f64,
+    /// Commits that wrote redo, per second.
+    commits: f64,
     /// Pages read per second.
     reads: f64,
 }
@@ -217,9 +221,11 @@ impl CleanerState {
             self.meter.dirtied_per_redo_byte = 0.7 * self.meter.dirtied_per_redo_byte + 0.3 * d;
         }
         let reads_per_s = now.reads.saturating_sub(self.marks.reads) as f64 / elapsed;
+        let commits = now.commits.saturating_sub(self.marks.commits) as f64 / elapsed;
         self.marks = now;
         Rates {
             elapsed,
+            commits,
             redo: redo_rate,
             reads: reads_per_s,
         }
@@ -246,6 +252,7 @@ impl CleanerState {
             sync_point: start.sync_point,
             redo_rate_last: rates.redo,
             redo_rate_avg: avg(&meter.redo_rates),
+            commits_per_s: rates.commits,
             dirty_pages: st.pages_dirty,
             data_pages: st.pages_data,
             free_pages: st.pages_free,
@@ -315,6 +322,16 @@ impl CleanerState {
         dur.admission_delay_now_us
             .store(plan.admission_delay_us, Ordering::Relaxed);
         *dur.admission.write() = plan.admission;
+        dur.set_pace(plan.pace_per_s);
+        tracing::debug!(
+            pace_per_s = plan.pace_per_s,
+            commits_per_s = inp.commits_per_s,
+            in_use_pct = 100.0 * (inp.checkpoint_age() + inp.reserved_bytes) as f64
+                / inp.log_capacity.max(1) as f64,
+            flush_list_pages = plan.flush_list_pages,
+            device_pages_per_s = inp.device_pages_per_s,
+            "page cleaner plan"
+        );
         plan
     }
 
@@ -457,6 +474,7 @@ fn current_marks(dur: &Durability) -> Marks {
         lsn: dur.log.current_lsn().0,
         dirtied: c.pages_dirtied.load(Ordering::Relaxed),
         reads: c.pages_read.load(Ordering::Relaxed),
+        commits: dur.counters.commits_logged.load(Ordering::Relaxed),
     }
 }
 

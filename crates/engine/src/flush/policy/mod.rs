@@ -43,6 +43,8 @@ pub struct FlushInputs {
     /// Redo generated per second, over the last loop and averaged over flushing_avg_loops.
     pub redo_rate_last: f64,
     pub redo_rate_avg: f64,
+    /// Commits that wrote redo, per second, over the last loop.
+    pub commits_per_s: f64,
     /// Pages on flush lists, pages holding data, free frames, all frames.
     pub dirty_pages: u64,
     pub data_pages: u64,
@@ -112,6 +114,9 @@ pub struct FlushPlan {
     /// The delay as a function of the checkpoint age, applied by each commit to the age it
     /// sees (so the delay follows the age between loops, not only at them); None = no delay.
     pub admission: Option<AdmissionCurve>,
+    /// Writing transactions admitted per second, spaced evenly (admission pacing; only
+    /// `steady` uses it); 0 = not paced.
+    pub pace_per_s: f64,
     /// Preferred time before the next plan, in milliseconds; 0 = the cleaner's default (about
     /// 1 s). `keep_average` asks for 100 ms, as XtraDB ran it ten times a second.
     pub next_loop_ms: u64,
@@ -228,6 +233,7 @@ pub(crate) mod testutil {
             sync_point: cap / 16 * 15,
             redo_rate_last: 4_000_000.0,
             redo_rate_avg: 4_000_000.0,
+            commits_per_s: 2_000.0,
             dirty_pages: 2_000,
             data_pages: 9_000,
             free_pages: 999,
