@@ -90,6 +90,12 @@ const PACE_KI: f64 = 0.1;
 /// Pacing ends when the clients have stayed under 90% of the pace, with the log in use under
 /// the set point, this long: the device is no longer the limit.
 const PACE_RELEASE_S: f64 = 5.0;
+/// Pacing needs a band (sp to the async point) that holds at least this many commits' redo:
+/// where one commit moves the log in use by a large share of the band (insert l.i1's 50-row
+/// transactions in a 2 x 4 MiB log: a band of about 1 MiB, 50-200 KB a commit, and 16 of them
+/// reserved at once), an even schedule cannot hold it, and the curve, which each commit
+/// evaluates on what it sees, acts first.
+const PACE_MIN_COMMITS_IN_BAND: f64 = 32.0;
 /// The time over which the commit rate is averaged.
 const COMMITS_AVG_S: f64 = 1.0;
 
@@ -222,9 +228,16 @@ impl Steady {
         let commits = self.commits;
         let band = (inp.async_point as f64 - setpoint(inp)).max(1.0);
         let x = (in_use(inp) as f64 - pace_setpoint(inp)) / band;
+        let fine =
+            commits >= 1.0 && band >= PACE_MIN_COMMITS_IN_BAND * sane(inp.redo_rate_avg) / commits;
+        if !fine {
+            self.pace_i = 0.0;
+            self.pace = 0.0;
+            return 0.0;
+        }
         if self.pace_i == 0.0 {
             let overloaded = dev.is_finite() && dev > 0.0 && feed_forward(inp) > dev * PACE_ENGAGE;
-            if !overloaded || commits < 1.0 {
+            if !overloaded {
                 return 0.0;
             }
             self.pace_i = commits;
@@ -235,7 +248,7 @@ impl Steady {
             } else {
                 self.slack_s = 0.0;
             }
-            if self.slack_s >= PACE_RELEASE_S || commits < 1.0 {
+            if self.slack_s >= PACE_RELEASE_S {
                 self.pace_i = 0.0;
                 self.pace = 0.0;
                 return 0.0;
@@ -483,6 +496,11 @@ mod tests {
         let mut q = p.clone();
         let paces: Vec<f64> = (0..8).map(|_| q.plan(&lo).pace_per_s).collect();
         assert!(paces[0] > 0.0 && *paces.last().unwrap() == 0.0, "{paces:?}");
+        // a band of about 8.4 MiB: commits of 2 KB pace, commits of 512 KB (16 in the band)
+        // do not
+        let mut big = i.clone();
+        big.commits_per_s = 8.0;
+        assert_eq!(Steady::default().plan(&big).pace_per_s, 0.0);
     }
 
     #[test]
