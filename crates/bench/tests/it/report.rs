@@ -14,6 +14,7 @@ pub(crate) fn recorded() -> Vec<SampleRow> {
     (1..=60u64)
         .map(|t| SampleRow {
             t_s: t,
+            interval_ms: 1_000.0,
             phase: if t <= 5 {
                 "warmup".into()
             } else {
