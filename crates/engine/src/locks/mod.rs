@@ -99,6 +99,9 @@ struct LockQueue {
     granted: Vec<Request>,
     /// Upgrades first (in arrival order), then new requests in arrival order.
     waiting: VecDeque<Request>,
+    /// What each sleeping waiter sleeps on, so a grant wakes only the waiters it granted (a
+    /// waiter that found itself granted by then, or timed out, has taken its entry out).
+    wakers: Vec<(TxnId, Arc<Condvar>)>,
 }
 
 impl LockQueue {
@@ -154,6 +157,21 @@ impl LockQueue {
 
     fn remove_waiter(&mut self, txn: TxnId) {
         self.waiting.retain(|w| w.txn != txn);
+    }
+
+    fn remove_waker(&mut self, txn: TxnId) {
+        self.wakers.retain(|(t, _)| *t != txn);
+    }
+
+    /// Wakes the sleeping waiters among `granted` (and forgets their wakers).
+    fn wake(&mut self, granted: &[TxnId]) {
+        self.wakers.retain(|(t, waker)| {
+            let wake = granted.contains(t);
+            if wake {
+                waker.notify_one();
+            }
+            !wake
+        });
     }
 
     /// Rewrites the wait-for edges of every waiter of this key.
@@ -219,6 +237,7 @@ impl Queues {
                 key: key.clone(),
                 granted: Vec::new(),
                 waiting: VecDeque::new(),
+                wakers: Vec::new(),
             };
             keys.insert(key, queue);
         }
@@ -251,8 +270,12 @@ impl Queues {
 #[derive(Default)]
 struct Shard {
     queues: Mutex<Queues>,
-    /// Signalled whenever a waiter of this shard is granted.
-    granted: Condvar,
+}
+
+thread_local! {
+    /// What this thread sleeps on while it waits for a lock (with the shard mutex of the key,
+    /// one wait at a time): the grant notifies it alone, not every waiter of the shard.
+    static WAKER: Arc<Condvar> = Arc::new(Condvar::new());
 }
 
 #[derive(Default)]
@@ -351,8 +374,8 @@ impl LockTable {
             return Ok(());
         }
         queue.enqueue(req, !ask.is_new);
-        self.refuse_if_deadlock(shard, &mut queues, ask)?;
-        self.wait_for_grant(shard, queues, ask, timeout)
+        self.refuse_if_deadlock(&mut queues, ask)?;
+        self.wait_for_grant(queues, ask, timeout)
     }
 
     /// Releases every lock `txn` holds and grants whoever can go next.
@@ -363,7 +386,7 @@ impl LockTable {
             let mut queues = shard.queues.lock();
             let queue = queues.get(table, &key);
             queue.granted.retain(|g| g.txn != txn);
-            self.settle(shard, queue, None);
+            self.settle(queue, None);
             queues.remove_if_unused(table, &key);
             drop(queues);
             self.refund(lock_cost_bytes(key.len()));
@@ -420,8 +443,8 @@ impl LockTable {
     }
 
     /// After holders or waiters of `queue` changed: forget `gone`'s edges, grant whoever fits,
-    /// rewrite the remaining waiters' edges and wake the shard's waiters if anyone was granted.
-    fn settle(&self, shard: &Shard, queue: &mut LockQueue, gone: Option<TxnId>) {
+    /// rewrite the remaining waiters' edges and wake the waiters granted.
+    fn settle(&self, queue: &mut LockQueue, gone: Option<TxnId>) {
         if queue.waiting.is_empty() && gone.is_none() {
             return;
         }
@@ -436,17 +459,12 @@ impl LockTable {
         queue.refresh_edges(&mut graph);
         drop(graph);
         if !granted.is_empty() {
-            shard.granted.notify_all();
+            queue.wake(&granted);
         }
     }
 
     /// Called with `ask` just enqueued: refuses it if the graph now has a cycle through it.
-    fn refuse_if_deadlock(
-        &self,
-        shard: &Shard,
-        queues: &mut MutexGuard<'_, Queues>,
-        ask: Ask<'_>,
-    ) -> Result<()> {
+    fn refuse_if_deadlock(&self, queues: &mut MutexGuard<'_, Queues>, ask: Ask<'_>) -> Result<()> {
         let queue = queues.get(ask.table, ask.key);
         let cycle = {
             let mut graph = self.waits_for.lock();
@@ -462,7 +480,7 @@ impl LockTable {
             return Ok(());
         };
         queue.remove_waiter(ask.txn);
-        self.settle(shard, queue, Some(ask.txn));
+        self.settle(queue, Some(ask.txn));
         queues.remove_if_unused(ask.table, ask.key);
         if ask.is_new {
             self.refund(lock_cost_bytes(ask.key.len()));
@@ -478,7 +496,6 @@ impl LockTable {
     /// timeout passes; on timeout takes the request back out of the queue.
     fn wait_for_grant(
         &self,
-        shard: &Shard,
         mut queues: MutexGuard<'_, Queues>,
         ask: Ask<'_>,
         timeout: Duration,
@@ -486,20 +503,29 @@ impl LockTable {
         self.counters.lock_waits.fetch_add(1, Relaxed);
         let start = Instant::now();
         let deadline = start.checked_add(timeout);
-        let mut granted = queues.get(ask.table, ask.key).holds(ask.txn, ask.mode);
+        let waker = WAKER.with(Arc::clone);
+        let queue = queues.get(ask.table, ask.key);
+        let mut granted = queue.holds(ask.txn, ask.mode);
+        if !granted {
+            queue.wakers.push((ask.txn, waker.clone()));
+        }
         while !granted {
             let timed_out = match deadline {
-                Some(deadline) => shard.granted.wait_until(&mut queues, deadline).timed_out(),
+                Some(deadline) => waker.wait_until(&mut queues, deadline).timed_out(),
                 None => {
-                    shard.granted.wait(&mut queues);
+                    waker.wait(&mut queues);
                     false
                 }
             };
             let queue = queues.get(ask.table, ask.key);
             granted = queue.holds(ask.txn, ask.mode);
-            if timed_out && !granted {
+            if granted {
+                // a wakeup that was not the grant's may find it granted: the entry goes too
+                queue.remove_waker(ask.txn);
+            } else if timed_out {
                 queue.remove_waiter(ask.txn);
-                self.settle(shard, queue, Some(ask.txn));
+                queue.remove_waker(ask.txn);
+                self.settle(queue, Some(ask.txn));
                 queues.remove_if_unused(ask.table, ask.key);
                 break;
             }
