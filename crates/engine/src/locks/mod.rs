@@ -24,7 +24,6 @@
 use crate::error::{Error, Result};
 use crate::types::{TableId, TxnId};
 use parking_lot::{Condvar, Mutex, MutexGuard};
-use std::collections::hash_map::RandomState;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
@@ -36,8 +35,12 @@ use std::time::{Duration, Instant};
 /// header (16) and the transaction's index entry (24), rounded up for allocator slack.
 pub const LOCK_OVERHEAD_BYTES: usize = 160;
 
+/// The hasher of the shards and the queues' maps: keys are hashed several times per lock and
+/// release, and SipHash was a visible share of a commit's CPU; foldhash is seeded per process.
+type FastHash = foldhash::fast::RandomState;
+
 /// Per transaction, the keys it holds (for `release_all`).
-type HeldIndex = HashMap<TxnId, Vec<(TableId, Arc<[u8]>)>>;
+type HeldIndex = HashMap<TxnId, Vec<(TableId, Arc<[u8]>)>, FastHash>;
 
 /// Mutex shards over hash(table, key); also the shard count of the per-transaction index.
 const SHARDS: usize = 64;
@@ -226,7 +229,7 @@ fn find_cycle(graph: &WaitGraph, start: TxnId) -> Option<Vec<TxnId>> {
 
 /// The queues of one shard, by table then key.
 #[derive(Default)]
-struct Queues(HashMap<TableId, HashMap<Arc<[u8]>, LockQueue>>);
+struct Queues(HashMap<TableId, HashMap<Arc<[u8]>, LockQueue, FastHash>, FastHash>);
 
 impl Queues {
     fn get_or_insert(&mut self, table: TableId, key: &[u8]) -> &mut LockQueue {
@@ -302,7 +305,7 @@ pub struct LockTable {
     /// Sharded by txn id.
     held: Box<[Mutex<HeldIndex>]>,
     waits_for: Mutex<WaitGraph>,
-    hasher: RandomState,
+    hasher: FastHash,
     limits: LockLimits,
     used_bytes: AtomicUsize,
     counters: Counters,
@@ -314,7 +317,7 @@ impl LockTable {
             shards: (0..SHARDS).map(|_| Shard::default()).collect(),
             held: (0..SHARDS).map(|_| Mutex::default()).collect(),
             waits_for: Mutex::default(),
-            hasher: RandomState::new(),
+            hasher: FastHash::default(),
             limits,
             used_bytes: AtomicUsize::new(0),
             counters: Counters::default(),

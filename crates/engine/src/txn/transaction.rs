@@ -19,7 +19,7 @@
 //!
 //! The COMMIT's limits and the apply of the write set are in apply.rs; scans in scan.rs.
 
-use super::apply::{self, WriteSet};
+use super::apply::{self, LockedValues, WriteSet};
 pub use super::apply::{apply_redo_per_write, max_transaction_redo, max_writes_per_transaction};
 use super::scan::range_is_empty;
 pub use super::scan::{KeyRange, Scan};
@@ -81,6 +81,10 @@ pub struct Transaction {
     id: TxnId,
     writes: WriteSet,
     write_bytes: usize,
+    /// Values `get_for_update` read from the tree (the commit's before-images of those keys),
+    /// up to `max_write_set_size` bytes of keys and values.
+    locked_values: LockedValues,
+    locked_value_bytes: usize,
     /// `None`: the database's flush_log_at_trx_commit as it is at commit.
     durability: Option<Durability>,
     /// `None`: the database's lock_wait_timeout as it is at each wait.
@@ -131,6 +135,8 @@ impl Transaction {
             id,
             writes: BTreeMap::new(),
             write_bytes: 0,
+            locked_values: BTreeMap::new(),
+            locked_value_bytes: 0,
             durability: None,
             lock_wait_timeout: None,
             isolation,
@@ -204,6 +210,8 @@ impl Transaction {
         if matches!(&r, Err(e) if e.is_retryable()) && self.marks_aborted(&r) {
             self.writes.clear();
             self.write_bytes = 0;
+            self.locked_values.clear();
+            self.locked_value_bytes = 0;
         }
         r
     }
@@ -329,10 +337,20 @@ impl Transaction {
         t.check_usable(&self.db)?;
         self.check_key(key)?;
         self.lock_x(t, key)?;
-        if let Some((_, v)) = self.writes.get(&(t.id(), key.to_vec())) {
+        let wk = (t.id(), key.to_vec());
+        if let Some((_, v)) = self.writes.get(&wk) {
             return Ok(v.clone());
         }
-        t.tree.get(&self.db.ctx(), key)
+        let v = t.tree.get(&self.db.ctx(), key)?;
+        let add = key.len() + v.as_ref().map_or(0, Vec::len);
+        if !t.tree.key_set
+            && (self.locked_value_bytes + add) as u64 <= self.db.opts.max_write_set_size
+            && !self.locked_values.contains_key(&wk)
+        {
+            self.locked_value_bytes += add;
+            self.locked_values.insert(wk, v.clone());
+        }
+        Ok(v)
     }
 
     /// Inserts or replaces `key`. On an index table (`Database::create_index_table`) the
@@ -460,7 +478,7 @@ impl Transaction {
 
     /// Makes the write set durable and visible; returns once the COMMIT is as durable as
     /// [`durability`](Self::durability) promises.
-    pub fn commit(self) -> Result<()> {
+    pub fn commit(mut self) -> Result<()> {
         self.usable()?;
         if self.writes.is_empty() {
             self.db.counters.commits.fetch_add(1, Ordering::Relaxed);
@@ -497,7 +515,13 @@ impl Transaction {
         );
         // numbered just before the apply: views taken until it ends do not see it
         let cno = db.dur.versions.begin_commit();
-        let applied = apply::apply_writes(db, &self.writes, Some(cno), &mut applying);
+        let applied = apply::apply_writes(
+            db,
+            &self.writes,
+            Some(cno),
+            &mut self.locked_values,
+            &mut applying,
+        );
         db.dur.versions.end_commit(cno);
         if let Err(e) = applied {
             // the COMMIT is in the log: recovery will re-apply it; this process cannot
