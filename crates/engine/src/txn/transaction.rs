@@ -12,8 +12,13 @@
 //! before its first key lock, so the delay never holds up transactions queued on its keys.
 //! Commit (DESIGN.md, "The write path"): admission at the flush points -> COMMIT record (the
 //! logical write set) appended -> writes applied in (table, key) order, one mtr each ->
-//! ApplyDone appended -> wait until durable as flush_log_at_trx_commit promises (group commit)
-//! -> release the key locks. Invariant 3: `commit()` returns Ok only after that wait.
+//! ApplyDone appended -> release the key locks -> wait until durable as
+//! flush_log_at_trx_commit promises (group commit). Invariant 3: `commit()` returns Ok only
+//! after that wait. The locks go before the wait (InnoDB's order too), so a hot key is not
+//! held through an fsync: the next holder reads the applied value, and its own COMMIT lies
+//! after this one's in the log, so it cannot be durable without this one. A transaction that
+//! only read under locks logs nothing: its commit waits for the log up to where it is then,
+//! so it never returns before what it read is as durable as it asks for itself.
 //! Limits: max_write_set_size on the bytes written, and a COMMIT record at most a quarter of
 //! the log capacity (a transaction must never be able to fill the log by itself).
 //!
@@ -481,6 +486,12 @@ impl Transaction {
     pub fn commit(mut self) -> Result<()> {
         self.usable()?;
         if self.writes.is_empty() {
+            if self.admitted {
+                // its locking reads may have seen commits still waiting for their fsync
+                let log = &self.db.dur.log;
+                log.flush_for_commit_with(log.current_lsn(), self.durability().flush_at_commit())
+                    .inspect_err(|e| self.db.dur.poison(e))?;
+            }
             self.db.counters.commits.fetch_add(1, Ordering::Relaxed);
             return Ok(());
         }
@@ -534,6 +545,9 @@ impl Transaction {
         dur.space.end_applying(applying.pin);
         drop(applying);
         r?;
+        // applied and logged: the keys go to their next holders before the wait (module doc)
+        db.locks.release_all(self.id);
+        self.admitted = false;
         dur.log
             .flush_for_commit_with(range.end, durability.flush_at_commit())
             .inspect_err(|e| dur.poison(e))?;
