@@ -24,7 +24,6 @@
 use crate::error::{Error, Result};
 use crate::types::{TableId, TxnId};
 use parking_lot::{Condvar, Mutex, MutexGuard};
-use std::collections::hash_map::RandomState;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
@@ -36,8 +35,12 @@ use std::time::{Duration, Instant};
 /// header (16) and the transaction's index entry (24), rounded up for allocator slack.
 pub const LOCK_OVERHEAD_BYTES: usize = 160;
 
+/// The hasher of the shards and the queues' maps: keys are hashed several times per lock and
+/// release, and SipHash was a visible share of a commit's CPU; foldhash is seeded per process.
+type FastHash = foldhash::fast::RandomState;
+
 /// Per transaction, the keys it holds (for `release_all`).
-type HeldIndex = HashMap<TxnId, Vec<(TableId, Arc<[u8]>)>>;
+type HeldIndex = HashMap<TxnId, Vec<(TableId, Arc<[u8]>)>, FastHash>;
 
 /// Mutex shards over hash(table, key); also the shard count of the per-transaction index.
 const SHARDS: usize = 64;
@@ -99,6 +102,9 @@ struct LockQueue {
     granted: Vec<Request>,
     /// Upgrades first (in arrival order), then new requests in arrival order.
     waiting: VecDeque<Request>,
+    /// What each sleeping waiter sleeps on, so a grant wakes only the waiters it granted (a
+    /// waiter that found itself granted by then, or timed out, has taken its entry out).
+    wakers: Vec<(TxnId, Arc<Condvar>)>,
 }
 
 impl LockQueue {
@@ -156,6 +162,21 @@ impl LockQueue {
         self.waiting.retain(|w| w.txn != txn);
     }
 
+    fn remove_waker(&mut self, txn: TxnId) {
+        self.wakers.retain(|(t, _)| *t != txn);
+    }
+
+    /// Wakes the sleeping waiters among `granted` (and forgets their wakers).
+    fn wake(&mut self, granted: &[TxnId]) {
+        self.wakers.retain(|(t, waker)| {
+            let wake = granted.contains(t);
+            if wake {
+                waker.notify_one();
+            }
+            !wake
+        });
+    }
+
     /// Rewrites the wait-for edges of every waiter of this key.
     fn refresh_edges(&self, graph: &mut WaitGraph) {
         for (i, w) in self.waiting.iter().enumerate() {
@@ -208,7 +229,7 @@ fn find_cycle(graph: &WaitGraph, start: TxnId) -> Option<Vec<TxnId>> {
 
 /// The queues of one shard, by table then key.
 #[derive(Default)]
-struct Queues(HashMap<TableId, HashMap<Arc<[u8]>, LockQueue>>);
+struct Queues(HashMap<TableId, HashMap<Arc<[u8]>, LockQueue, FastHash>, FastHash>);
 
 impl Queues {
     fn get_or_insert(&mut self, table: TableId, key: &[u8]) -> &mut LockQueue {
@@ -219,6 +240,7 @@ impl Queues {
                 key: key.clone(),
                 granted: Vec::new(),
                 waiting: VecDeque::new(),
+                wakers: Vec::new(),
             };
             keys.insert(key, queue);
         }
@@ -251,8 +273,12 @@ impl Queues {
 #[derive(Default)]
 struct Shard {
     queues: Mutex<Queues>,
-    /// Signalled whenever a waiter of this shard is granted.
-    granted: Condvar,
+}
+
+thread_local! {
+    /// What this thread sleeps on while it waits for a lock (with the shard mutex of the key,
+    /// one wait at a time): the grant notifies it alone, not every waiter of the shard.
+    static WAKER: Arc<Condvar> = Arc::new(Condvar::new());
 }
 
 #[derive(Default)]
@@ -279,7 +305,7 @@ pub struct LockTable {
     /// Sharded by txn id.
     held: Box<[Mutex<HeldIndex>]>,
     waits_for: Mutex<WaitGraph>,
-    hasher: RandomState,
+    hasher: FastHash,
     limits: LockLimits,
     used_bytes: AtomicUsize,
     counters: Counters,
@@ -291,7 +317,7 @@ impl LockTable {
             shards: (0..SHARDS).map(|_| Shard::default()).collect(),
             held: (0..SHARDS).map(|_| Mutex::default()).collect(),
             waits_for: Mutex::default(),
-            hasher: RandomState::new(),
+            hasher: FastHash::default(),
             limits,
             used_bytes: AtomicUsize::new(0),
             counters: Counters::default(),
@@ -351,8 +377,8 @@ impl LockTable {
             return Ok(());
         }
         queue.enqueue(req, !ask.is_new);
-        self.refuse_if_deadlock(shard, &mut queues, ask)?;
-        self.wait_for_grant(shard, queues, ask, timeout)
+        self.refuse_if_deadlock(&mut queues, ask)?;
+        self.wait_for_grant(queues, ask, timeout)
     }
 
     /// Releases every lock `txn` holds and grants whoever can go next.
@@ -363,7 +389,7 @@ impl LockTable {
             let mut queues = shard.queues.lock();
             let queue = queues.get(table, &key);
             queue.granted.retain(|g| g.txn != txn);
-            self.settle(shard, queue, None);
+            self.settle(queue, None);
             queues.remove_if_unused(table, &key);
             drop(queues);
             self.refund(lock_cost_bytes(key.len()));
@@ -420,8 +446,8 @@ impl LockTable {
     }
 
     /// After holders or waiters of `queue` changed: forget `gone`'s edges, grant whoever fits,
-    /// rewrite the remaining waiters' edges and wake the shard's waiters if anyone was granted.
-    fn settle(&self, shard: &Shard, queue: &mut LockQueue, gone: Option<TxnId>) {
+    /// rewrite the remaining waiters' edges and wake the waiters granted.
+    fn settle(&self, queue: &mut LockQueue, gone: Option<TxnId>) {
         if queue.waiting.is_empty() && gone.is_none() {
             return;
         }
@@ -436,17 +462,12 @@ impl LockTable {
         queue.refresh_edges(&mut graph);
         drop(graph);
         if !granted.is_empty() {
-            shard.granted.notify_all();
+            queue.wake(&granted);
         }
     }
 
     /// Called with `ask` just enqueued: refuses it if the graph now has a cycle through it.
-    fn refuse_if_deadlock(
-        &self,
-        shard: &Shard,
-        queues: &mut MutexGuard<'_, Queues>,
-        ask: Ask<'_>,
-    ) -> Result<()> {
+    fn refuse_if_deadlock(&self, queues: &mut MutexGuard<'_, Queues>, ask: Ask<'_>) -> Result<()> {
         let queue = queues.get(ask.table, ask.key);
         let cycle = {
             let mut graph = self.waits_for.lock();
@@ -462,7 +483,7 @@ impl LockTable {
             return Ok(());
         };
         queue.remove_waiter(ask.txn);
-        self.settle(shard, queue, Some(ask.txn));
+        self.settle(queue, Some(ask.txn));
         queues.remove_if_unused(ask.table, ask.key);
         if ask.is_new {
             self.refund(lock_cost_bytes(ask.key.len()));
@@ -478,7 +499,6 @@ impl LockTable {
     /// timeout passes; on timeout takes the request back out of the queue.
     fn wait_for_grant(
         &self,
-        shard: &Shard,
         mut queues: MutexGuard<'_, Queues>,
         ask: Ask<'_>,
         timeout: Duration,
@@ -486,20 +506,29 @@ impl LockTable {
         self.counters.lock_waits.fetch_add(1, Relaxed);
         let start = Instant::now();
         let deadline = start.checked_add(timeout);
-        let mut granted = queues.get(ask.table, ask.key).holds(ask.txn, ask.mode);
+        let waker = WAKER.with(Arc::clone);
+        let queue = queues.get(ask.table, ask.key);
+        let mut granted = queue.holds(ask.txn, ask.mode);
+        if !granted {
+            queue.wakers.push((ask.txn, waker.clone()));
+        }
         while !granted {
             let timed_out = match deadline {
-                Some(deadline) => shard.granted.wait_until(&mut queues, deadline).timed_out(),
+                Some(deadline) => waker.wait_until(&mut queues, deadline).timed_out(),
                 None => {
-                    shard.granted.wait(&mut queues);
+                    waker.wait(&mut queues);
                     false
                 }
             };
             let queue = queues.get(ask.table, ask.key);
             granted = queue.holds(ask.txn, ask.mode);
-            if timed_out && !granted {
+            if granted {
+                // a wakeup that was not the grant's may find it granted: the entry goes too
+                queue.remove_waker(ask.txn);
+            } else if timed_out {
                 queue.remove_waiter(ask.txn);
-                self.settle(shard, queue, Some(ask.txn));
+                queue.remove_waker(ask.txn);
+                self.settle(queue, Some(ask.txn));
                 queues.remove_if_unused(ask.table, ask.key);
                 break;
             }

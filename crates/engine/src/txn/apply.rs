@@ -17,6 +17,12 @@ pub(super) type WriteKey = (u32, Vec<u8>);
 /// A transaction's writes in (table, key) order: the table and the new value (`None`: deleted).
 pub(super) type WriteSet = BTreeMap<WriteKey, (Table, Option<Vec<u8>>)>;
 
+/// Values of keys a transaction read under its exclusive lock (`get_for_update`), before it
+/// wrote them: the newest committed value then, and still the tree's value at its commit, since
+/// every change of a key's value is an apply holding the key's lock. The commit takes a
+/// written key's before-image from here instead of reading the tree again.
+pub(super) type LockedValues = BTreeMap<WriteKey, Option<Vec<u8>>>;
+
 /// The writes of `writes` as the log records them: (table id, key, new value).
 fn write_refs<'w>(
     writes: impl Iterator<Item = (&'w WriteKey, &'w (Table, Option<Vec<u8>>))>,
@@ -220,7 +226,8 @@ impl<'a> Applying<'a> {
 
 /// Applies a write set to the B+trees. A commit passes its commit number: each key's value
 /// before the change is recorded for read views first (mvcc.rs), all of them before the first
-/// key changes. Recovery's re-apply passes `None` (no view exists while a database opens): a
+/// key changes; a value in `locked` (taken out) is that value without a tree read. Recovery's
+/// re-apply passes `None` (no view exists while a database opens): a
 /// write already in place (the key holds that value, or a deleted key is absent) is skipped,
 /// so it logs nothing. Sound because the key locks kept every later transaction off these
 /// keys until this one's apply finished. Before each write, an apply that has logged its
@@ -229,18 +236,26 @@ pub(crate) fn apply_writes<'a>(
     db: &'a DbInner,
     writes: &WriteSet,
     cno: Option<u64>,
+    locked: &mut LockedValues,
     applying: &mut Applying<'a>,
 ) -> Result<()> {
     let cx = db.ctx();
     let skip_applied = cno.is_none();
     if let Some(cno) = cno {
         let mut before = Vec::with_capacity(writes.len());
-        for ((tid, key), (t, v)) in writes {
+        for (wk, (t, v)) in writes {
+            let (tid, key) = wk;
             // An index table's put inserts an absent key and its delete removes a present one
             // (its contract, btree/ibuf.rs): the before-image is known without reading the
             // leaf, which is what lets the change buffer take the write.
             let old = if t.tree.key_set {
                 v.is_none().then(Vec::new)
+            } else if let Some(old) = locked.remove(wk) {
+                debug_assert!(
+                    old == t.tree.get(&cx, key)?,
+                    "a value read under the key's lock changed before the commit"
+                );
+                old
             } else {
                 t.tree.get(&cx, key)?
             };
@@ -319,7 +334,7 @@ pub(crate) fn reapply(
         }
         let budget = apply_redo_estimate(db.pool.page_size(), &write_refs(ws.iter()));
         let mut applying = Applying::new(commit_lsn, txn, budget, None);
-        apply_writes(db, &ws, None, &mut applying)?;
+        apply_writes(db, &ws, None, &mut LockedValues::new(), &mut applying)?;
         let mut done = Vec::with_capacity(16);
         record::encode_apply_done(&mut done, applying.pin.0);
         drop(db.dur.space.append_fenced(&done)?);

@@ -12,14 +12,19 @@
 //! before its first key lock, so the delay never holds up transactions queued on its keys.
 //! Commit (DESIGN.md, "The write path"): admission at the flush points -> COMMIT record (the
 //! logical write set) appended -> writes applied in (table, key) order, one mtr each ->
-//! ApplyDone appended -> wait until durable as flush_log_at_trx_commit promises (group commit)
-//! -> release the key locks. Invariant 3: `commit()` returns Ok only after that wait.
+//! ApplyDone appended -> release the key locks -> wait until durable as
+//! flush_log_at_trx_commit promises (group commit). Invariant 3: `commit()` returns Ok only
+//! after that wait. The locks go before the wait (InnoDB's order too), so a hot key is not
+//! held through an fsync: the next holder reads the applied value, and its own COMMIT lies
+//! after this one's in the log, so it cannot be durable without this one. A transaction that
+//! only read under locks logs nothing: its commit waits for the log up to where it is then,
+//! so it never returns before what it read is as durable as it asks for itself.
 //! Limits: max_write_set_size on the bytes written, and a COMMIT record at most a quarter of
 //! the log capacity (a transaction must never be able to fill the log by itself).
 //!
 //! The COMMIT's limits and the apply of the write set are in apply.rs; scans in scan.rs.
 
-use super::apply::{self, WriteSet};
+use super::apply::{self, LockedValues, WriteSet};
 pub use super::apply::{apply_redo_per_write, max_transaction_redo, max_writes_per_transaction};
 use super::scan::range_is_empty;
 pub use super::scan::{KeyRange, Scan};
@@ -81,6 +86,10 @@ pub struct Transaction {
     id: TxnId,
     writes: WriteSet,
     write_bytes: usize,
+    /// Values `get_for_update` read from the tree (the commit's before-images of those keys),
+    /// up to `max_write_set_size` bytes of keys and values.
+    locked_values: LockedValues,
+    locked_value_bytes: usize,
     /// `None`: the database's flush_log_at_trx_commit as it is at commit.
     durability: Option<Durability>,
     /// `None`: the database's lock_wait_timeout as it is at each wait.
@@ -131,6 +140,8 @@ impl Transaction {
             id,
             writes: BTreeMap::new(),
             write_bytes: 0,
+            locked_values: BTreeMap::new(),
+            locked_value_bytes: 0,
             durability: None,
             lock_wait_timeout: None,
             isolation,
@@ -204,6 +215,8 @@ impl Transaction {
         if matches!(&r, Err(e) if e.is_retryable()) && self.marks_aborted(&r) {
             self.writes.clear();
             self.write_bytes = 0;
+            self.locked_values.clear();
+            self.locked_value_bytes = 0;
         }
         r
     }
@@ -329,10 +342,20 @@ impl Transaction {
         t.check_usable(&self.db)?;
         self.check_key(key)?;
         self.lock_x(t, key)?;
-        if let Some((_, v)) = self.writes.get(&(t.id(), key.to_vec())) {
+        let wk = (t.id(), key.to_vec());
+        if let Some((_, v)) = self.writes.get(&wk) {
             return Ok(v.clone());
         }
-        t.tree.get(&self.db.ctx(), key)
+        let v = t.tree.get(&self.db.ctx(), key)?;
+        let add = key.len() + v.as_ref().map_or(0, Vec::len);
+        if !t.tree.key_set
+            && (self.locked_value_bytes + add) as u64 <= self.db.opts.max_write_set_size
+            && !self.locked_values.contains_key(&wk)
+        {
+            self.locked_value_bytes += add;
+            self.locked_values.insert(wk, v.clone());
+        }
+        Ok(v)
     }
 
     /// Inserts or replaces `key`. On an index table (`Database::create_index_table`) the
@@ -460,9 +483,15 @@ impl Transaction {
 
     /// Makes the write set durable and visible; returns once the COMMIT is as durable as
     /// [`durability`](Self::durability) promises.
-    pub fn commit(self) -> Result<()> {
+    pub fn commit(mut self) -> Result<()> {
         self.usable()?;
         if self.writes.is_empty() {
+            if self.admitted {
+                // its locking reads may have seen commits still waiting for their fsync
+                let log = &self.db.dur.log;
+                log.flush_for_commit_with(log.current_lsn(), self.durability().flush_at_commit())
+                    .inspect_err(|e| self.db.dur.poison(e))?;
+            }
             self.db.counters.commits.fetch_add(1, Ordering::Relaxed);
             return Ok(());
         }
@@ -497,7 +526,13 @@ impl Transaction {
         );
         // numbered just before the apply: views taken until it ends do not see it
         let cno = db.dur.versions.begin_commit();
-        let applied = apply::apply_writes(db, &self.writes, Some(cno), &mut applying);
+        let applied = apply::apply_writes(
+            db,
+            &self.writes,
+            Some(cno),
+            &mut self.locked_values,
+            &mut applying,
+        );
         db.dur.versions.end_commit(cno);
         if let Err(e) = applied {
             // the COMMIT is in the log: recovery will re-apply it; this process cannot
@@ -510,6 +545,9 @@ impl Transaction {
         dur.space.end_applying(applying.pin);
         drop(applying);
         r?;
+        // applied and logged: the keys go to their next holders before the wait (module doc)
+        db.locks.release_all(self.id);
+        self.admitted = false;
         dur.log
             .flush_for_commit_with(range.end, durability.flush_at_commit())
             .inspect_err(|e| dur.poison(e))?;

@@ -77,7 +77,7 @@ impl Log {
         if st.failure.is_none() {
             st.failure = Some(Failure::Closed);
         }
-        self.shared.flushed.notify_all();
+        self.shared.wake(&mut st);
         res
     }
 }

@@ -34,9 +34,19 @@ pub(crate) struct State {
     pub writer_active: bool,
     /// Threads waiting in `flush_to` for the leader.
     pub flush_waiters: u64,
+    /// Those threads, each with the LSN it waits for and what it sleeps on: a flush wakes
+    /// the ones it covered and one more to lead the next flush, not all of them.
+    pub sleepers: Vec<Sleeper>,
     /// Files written since their last fsync.
     pub unsynced: Vec<bool>,
     pub failure: Option<Failure>,
+}
+
+/// A thread sleeping in `flush_to` until `target` is written (and fsynced, when `durable`).
+pub(crate) struct Sleeper {
+    pub target: u64,
+    pub durable: bool,
+    pub waker: std::sync::Arc<parking_lot::Condvar>,
 }
 
 /// What one flush writes: blocks `[first_block, first_block + n)` formatted in `image`.
@@ -64,9 +74,28 @@ impl State {
             buf_base: lsn,
             writer_active: false,
             flush_waiters: 0,
+            sleepers: Vec::new(),
             unsynced: vec![false; files],
             failure: None,
         }
+    }
+
+    /// Wakes the sleepers whose LSN is now reached, and, while no flush runs, the first one
+    /// still waiting, to lead the next; after a failure, all of them (they return its error).
+    pub fn wake_sleepers(&mut self) {
+        let (written, flushed, failed) = (self.written, self.flushed, self.failure.is_some());
+        let mut leader_woken = self.writer_active;
+        self.sleepers.retain(|s| {
+            let reached = if s.durable { flushed } else { written };
+            let wake = failed || reached >= s.target || !leader_woken;
+            if reached < s.target {
+                leader_woken = true;
+            }
+            if wake {
+                s.waker.notify_one();
+            }
+            !wake
+        });
     }
 
     pub fn usable(&self) -> Result<()> {

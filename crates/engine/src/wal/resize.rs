@@ -227,7 +227,7 @@ impl Log {
         })();
         let release = |st: &mut parking_lot::MutexGuard<'_, super::buffer::State>| {
             st.writer_active = false;
-            sh.flushed.notify_all();
+            sh.wake(st);
         };
         let copied_now = match result {
             Ok(n) => n,

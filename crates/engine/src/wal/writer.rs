@@ -9,7 +9,7 @@
 //! and poisons the log). Must never retry a failed write or fsync, never hold the mutex across
 //! I/O, never call user code (`append_with`'s fill aside) under it.
 
-use super::buffer::{BlockImage, Failure, State};
+use super::buffer::{BlockImage, Failure, Sleeper, State};
 use super::checkpoint::{encode_slot, read_slots, write_slot, CheckpointWriter, Slot};
 use super::header::{choose_set, create_files, open_files, remove_set};
 use super::layout::{Geometry, LogSet};
@@ -21,9 +21,16 @@ use crate::error::{Error, Result};
 use crate::io::Storage;
 use crate::types::Lsn;
 use parking_lot::{Condvar, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Instant;
+
+thread_local! {
+    /// What this thread sleeps on while it waits in `flush_to` (with the log's mutex, one
+    /// wait at a time).
+    static FLUSH_WAKER: Arc<parking_lot::Condvar> = Arc::new(parking_lot::Condvar::new());
+}
 
 /// Who uses the log's files besides the writer: backups copying the redo, and a resize
 /// replacing the files. One excludes the other.
@@ -44,15 +51,25 @@ pub(crate) struct Shared {
     pub payload: u64,
     /// The ring's capacity, readable without the log's mutex (admission reads it per commit);
     /// set with the ring, under the mutex.
-    pub capacity: std::sync::atomic::AtomicU64,
+    pub capacity: AtomicU64,
     pub users: Mutex<FileUsers>,
     /// The epoch of this run, written in every block (W6).
     pub epoch: u32,
     pub max_payload: usize,
     pub state: Mutex<State>,
-    /// Signalled when a flush ends (LSNs moved, buffer drained, or the log failed).
+    /// Signalled when a flush ends (LSNs moved, buffer drained, or the log failed); `flush_to`
+    /// sleeps on its own condvar instead (`State::sleepers`).
     pub flushed: Condvar,
     pub ckpt: Mutex<CheckpointWriter>,
+    /// `state.current`, `state.checkpoint` and `ckpt.replay_rate` as last set, readable without
+    /// either mutex: admission and the flush policy read them per transaction, and taking the
+    /// log's mutex for them queued every commit behind the appenders. Each is stored under the
+    /// mutex that guards its source right after the source changes, so a thread sees at least
+    /// the value its own appends left; another thread's value may be a moment old, as it may be
+    /// the moment a mutex-read returns.
+    pub current_lsn: AtomicU64,
+    pub checkpoint_lsn: AtomicU64,
+    pub replay_rate: AtomicU64,
     pub counters: Counters,
     /// Set to stop the background thread; `bg_wake` interrupts its sleep.
     pub bg_stop: Mutex<bool>,
@@ -80,7 +97,15 @@ impl Shared {
             st.failure = Some(Failure::Poisoned(e.to_string()));
         }
         self.health.fail(&e.to_string());
+        self.wake(&mut st);
+    }
+
+    /// After a flush ended, the log failed or closed, or a resize let flushes go on: wakes the
+    /// threads waiting for room in the buffer or for the flush to end, and the `flush_to`
+    /// sleepers that [`State::wake_sleepers`] picks.
+    pub fn wake(&self, st: &mut State) {
         self.flushed.notify_all();
+        st.wake_sleepers();
     }
 }
 
@@ -190,7 +215,7 @@ impl Log {
             generation,
         };
         let log = Self::assemble(storage, cfg, ring, epoch, start, ckpt.lsn, next.number + 1);
-        log.shared.ckpt.lock().replay_rate = ckpt.replay_rate;
+        log.set_replay_rate(ckpt.replay_rate);
         let c = &log.shared.counters;
         c.add(&c.checkpoints, 1);
         c.add(&c.fsyncs, 1);
@@ -219,7 +244,7 @@ impl Log {
         let shared = Shared {
             max_payload: ring.geom.max_payload(cfg.buffer_size),
             payload: ring.geom.payload,
-            capacity: std::sync::atomic::AtomicU64::new(ring.geom.capacity()),
+            capacity: AtomicU64::new(ring.geom.capacity()),
             health: cfg.health.clone().unwrap_or_default(),
             storage,
             users: Mutex::new(FileUsers::default()),
@@ -236,6 +261,9 @@ impl Log {
                 next_number,
                 replay_rate: 0,
             }),
+            current_lsn: AtomicU64::new(start),
+            checkpoint_lsn: AtomicU64::new(checkpoint),
+            replay_rate: AtomicU64::new(0),
             counters: Counters::default(),
             bg_stop: Mutex::new(false),
             bg_wake: Condvar::new(),
@@ -326,6 +354,7 @@ impl Log {
         }
         let start = st.push_group(len, fill);
         let end = st.current;
+        sh.current_lsn.store(end, Ordering::Release);
         drop(st);
         sh.counters.add(&sh.counters.groups, 1);
         sh.counters.add(&sh.counters.payload_bytes, len as u64);
@@ -360,9 +389,17 @@ impl Log {
             }
             if st.writer_active {
                 waited = true;
+                let waker = FLUSH_WAKER.with(Arc::clone);
+                st.sleepers.push(Sleeper {
+                    target,
+                    durable,
+                    waker: waker.clone(),
+                });
                 st.flush_waiters += 1;
-                sh.flushed.wait(&mut st);
+                waker.wait(&mut st);
                 st.flush_waiters -= 1;
+                // woken by `wake_sleepers`, which took the entry out; any other wakeup leaves it
+                st.sleepers.retain(|s| !Arc::ptr_eq(&s.waker, &waker));
             } else {
                 self.lead(&mut st, durable)?;
             }
@@ -398,6 +435,7 @@ impl Log {
         let pad = if durable { st.pad(geom) } else { None };
         if let Some((_, len)) = pad {
             c.add(&c.padding_bytes, geom.payload - u64::from(len));
+            sh.current_lsn.store(st.current, Ordering::Release);
         }
         let end = st.current;
         let image = (end > st.written).then(|| st.format(geom, sh.epoch, pad));
@@ -414,7 +452,7 @@ impl Log {
                     st.failure = Some(Failure::Poisoned(e.to_string()));
                 }
                 sh.health.fail(&e.to_string());
-                sh.flushed.notify_all();
+                sh.wake(st);
                 return Err(e);
             }
         };
@@ -430,7 +468,7 @@ impl Log {
         st.drain(geom, end);
         c.add(&c.flushes, 1);
         c.max(&c.max_waiters_per_flush, st.flush_waiters + 1);
-        sh.flushed.notify_all();
+        sh.wake(st);
         Ok(())
     }
 
@@ -481,7 +519,7 @@ impl Log {
     }
 
     pub fn current_lsn(&self) -> Lsn {
-        Lsn(self.shared.state.lock().current)
+        Lsn(self.shared.current_lsn.load(Ordering::Acquire))
     }
 
     pub fn written_lsn(&self) -> Lsn {
@@ -493,14 +531,12 @@ impl Log {
     }
 
     pub fn checkpoint_lsn(&self) -> Lsn {
-        Lsn(self.shared.state.lock().checkpoint)
+        Lsn(self.shared.checkpoint_lsn.load(Ordering::Acquire))
     }
 
     /// Stream bytes that may lie between the checkpoint and the current LSN.
     pub fn capacity(&self) -> u64 {
-        self.shared
-            .capacity
-            .load(std::sync::atomic::Ordering::Acquire)
+        self.shared.capacity.load(Ordering::Acquire)
     }
 
     /// The size of each log file and their number, as the files in use now have them.
@@ -520,13 +556,17 @@ impl Log {
     /// The redo replay rate (bytes per second) recorded with the checkpoints (what the layer
     /// above chose to record after the recoveries it measured), or 0 if none was recorded.
     pub fn replay_rate(&self) -> u64 {
-        self.shared.ckpt.lock().replay_rate
+        self.shared.replay_rate.load(Ordering::Acquire)
     }
 
     /// Records a redo replay rate (bytes per second); the next checkpoint slot written carries
     /// it, so it outlives this run (and a crash of it).
     pub fn set_replay_rate(&self, bytes_per_s: u64) {
-        self.shared.ckpt.lock().replay_rate = bytes_per_s;
+        let mut writer = self.shared.ckpt.lock();
+        writer.replay_rate = bytes_per_s;
+        self.shared
+            .replay_rate
+            .store(bytes_per_s, Ordering::Release);
     }
 }
 
@@ -564,7 +604,10 @@ impl Log {
             return Err(e);
         }
         writer.next_number += 1;
-        sh.state.lock().checkpoint = lsn.0;
+        let mut st = sh.state.lock();
+        st.checkpoint = lsn.0;
+        sh.checkpoint_lsn.store(lsn.0, Ordering::Release);
+        drop(st);
         sh.counters.add(&sh.counters.checkpoints, 1);
         sh.counters.add(&sh.counters.fsyncs, 1);
         Ok(())

@@ -6,7 +6,8 @@
 //! dependency cycles.
 //!
 //! What the API promises (txn/transaction.rs): writes and `get_for_update` take exclusive key
-//! locks held until the commit is durable and applied (strict two-phase locking), so
+//! locks held until the commit is applied and logged (strict two-phase locking; the wait for
+//! durability comes after, and no commit that read under them returns before it), so
 //! transactions whose reads are all locking reads are serializable, and strictly so (real-time
 //! order is kept: a transaction that completed before another began is seen by it). Plain
 //! `get` takes no lock. Under read committed it sees the latest applied value of each key; a
