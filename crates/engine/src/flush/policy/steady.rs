@@ -32,7 +32,12 @@
 //!   pages nobody is writing itself, one commit at a time, as under every policy
 //!   (`Durability::admit_stalled`; why not wait for the cleaner instead: there);
 //! - LRU: free frames for 10 ms of reads plus one 64-page read-ahead extent, which the LRU
-//!   cleaner (flush/lru.rs) keeps ready continuously.
+//!   cleaner (flush/lru.rs) keeps ready continuously;
+//! - pace, where the device is the limit (the feed-forward past 95% of it) and the band from
+//!   sp to the async point holds 32 commits' redo or more: writing transactions are admitted
+//!   on an even schedule whose rate a PI controller sets on the log in use, around its own set
+//!   point a quarter of the way from sp to the async point ([`Steady::pace`]); the curve then
+//!   keeps only its age terms.
 //!
 //! Why this law does not oscillate or starve the log, what sets each constant, and how it
 //! differs from the classic policies: docs/design.md, "steady: the law, its inputs, and why it
