@@ -326,8 +326,8 @@ impl CleanerState {
         tracing::debug!(
             pace_per_s = plan.pace_per_s,
             commits_per_s = inp.commits_per_s,
-            in_use_pct = 100.0 * (inp.checkpoint_age() + inp.reserved_bytes) as f64
-                / inp.log_capacity.max(1) as f64,
+            in_use_pct =
+                100.0 * policy::steady::in_use(inp) as f64 / inp.log_capacity.max(1) as f64,
             flush_list_pages = plan.flush_list_pages,
             device_pages_per_s = inp.device_pages_per_s,
             "page cleaner plan"

@@ -92,8 +92,10 @@ pub const PACE_ABOVE: f64 = 0.25;
 const PACE_GAIN: f64 = 0.5;
 /// The pace's integral gain: ln(pace) moves by -PACE_KI * x per second.
 const PACE_KI: f64 = 0.1;
-/// Pacing ends when the clients have stayed under 90% of the pace, with the log in use under
-/// the set point, this long: the device is no longer the limit.
+/// The clients bind the pace when they reach this share of it.
+const PACE_BINDS: f64 = 0.9;
+/// Pacing ends when the clients have stayed under [`PACE_BINDS`] of the pace, with the log
+/// in use under the set point, this long: the device is no longer the limit.
 const PACE_RELEASE_S: f64 = 5.0;
 /// Pacing needs a band (sp to the async point) that holds at least this many commits' redo:
 /// where one commit moves the log in use by a large share of the band (insert l.i1's 50-row
@@ -200,8 +202,9 @@ pub fn admission_curve(inp: &FlushInputs, paced: bool) -> AdmissionCurve {
     }
 }
 
-/// The commit delay at this loop's checkpoint age, microseconds.
-pub fn admission_delay_us(inp: &FlushInputs) -> u64 {
+/// The commit delay at this loop's checkpoint age, microseconds, with no pace.
+#[cfg(test)]
+fn admission_delay_us(inp: &FlushInputs) -> u64 {
     admission_curve(inp, false).delay_us(in_use(inp))
 }
 
@@ -220,7 +223,8 @@ impl Steady {
     /// and at one-second resolution that shows. The pace admits writing transactions on an
     /// even schedule instead, at a rate a PI controller sets on the log in use: starting
     /// from the commit rate it found, pace = I x (1 - PACE_GAIN x), clamped to [0.5, 1.2] x I,
-    /// where x = (u - sp) / (async - sp) and ln I moves by -PACE_KI x per second. With the
+    /// where x = (u - sp_pace) / (async - sp) ([`pace_setpoint`]) and ln I moves by
+    /// -PACE_KI x per second. With the
     /// flush rate pinned at the device, u integrates the excess of the commits over what the
     /// device can clean up after, so this is PI control of an integrating plant: at about
     /// 150 commits/s of 50 KB of redo over an 8 MiB band, a time constant of about 2.5 s and
@@ -236,9 +240,7 @@ impl Steady {
         let fine =
             commits >= 1.0 && band >= PACE_MIN_COMMITS_IN_BAND * sane(inp.redo_rate_avg) / commits;
         if !fine {
-            self.pace_i = 0.0;
-            self.pace = 0.0;
-            return 0.0;
+            return self.stop_pacing();
         }
         if self.pace_i == 0.0 {
             let overloaded = dev.is_finite() && dev > 0.0 && feed_forward(inp) > dev * PACE_ENGAGE;
@@ -248,25 +250,31 @@ impl Steady {
             self.pace_i = commits;
             self.slack_s = 0.0;
         } else {
-            if commits < 0.9 * self.pace && x < 0.0 {
+            let binds = commits >= PACE_BINDS * self.pace;
+            if !binds && x < 0.0 {
                 self.slack_s += dt;
             } else {
                 self.slack_s = 0.0;
             }
             if self.slack_s >= PACE_RELEASE_S {
-                self.pace_i = 0.0;
-                self.pace = 0.0;
-                return 0.0;
+                return self.stop_pacing();
             }
-            // anti-windup: the integral rises only while the pace binds (the clients reached
-            // 90% of it), so a pace the clients cannot reach does not grow out of reach
+            // anti-windup: the integral rises only while the pace binds, so a pace the clients
+            // cannot reach does not grow out of reach
             let step = -PACE_KI * x.clamp(-1.0, 2.0) * dt;
-            if step < 0.0 || commits >= 0.9 * self.pace {
+            if step < 0.0 || binds {
                 self.pace_i *= step.exp();
             }
         }
         self.pace = self.pace_i * (1.0 - PACE_GAIN * x).clamp(0.5, 1.2);
         self.pace
+    }
+
+    /// Not pacing (any more): the pace and its integral at 0.
+    fn stop_pacing(&mut self) -> f64 {
+        self.pace_i = 0.0;
+        self.pace = 0.0;
+        0.0
     }
 
     /// The flush-list rate, pages/s, updating the integral.
