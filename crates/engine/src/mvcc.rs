@@ -42,7 +42,8 @@
 
 use crate::error::{Error, Result};
 use parking_lot::{Mutex, RwLock};
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use smallvec::SmallVec;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -127,10 +128,15 @@ pub type VersionKey = (u32, Vec<u8>);
 /// A key and the value a view sees for it (`None`: absent in the view).
 pub type SeenRow = (Vec<u8>, Option<Vec<u8>>);
 
+/// A key's versions in commit order (oldest first). Most keys hold one version at a time (a
+/// key's versions are purged soon after the next commit of it), so the first is kept inline:
+/// recording it allocates nothing beyond the map's own node.
+type Chain = SmallVec<[Version; 1]>;
+
 #[derive(Default)]
 struct Chains {
     /// Per table, per key, its versions in commit order (oldest first).
-    tables: BTreeMap<u32, BTreeMap<Vec<u8>, VecDeque<Version>>>,
+    tables: BTreeMap<u32, BTreeMap<Vec<u8>, Chain>>,
     /// Per commit whose versions are kept, its keys: purge walks this in commit order.
     commits: BTreeMap<u64, Vec<VersionKey>>,
     bytes: u64,
@@ -143,36 +149,47 @@ fn charge(key_len: usize, before: &Option<Vec<u8>>) -> u64 {
 }
 
 impl Chains {
-    /// Drops every version of commit `cno` (the oldest kept); returns how many.
-    fn purge_commit(&mut self, cno: u64) -> u64 {
+    /// Drops every version of commit `cno` (the oldest kept); returns how many. What it
+    /// takes out of the maps goes to `dead`, for the caller to free once the lock is released.
+    fn purge_commit(&mut self, cno: u64, dead: &mut Dead) -> u64 {
         let Some(keys) = self.commits.remove(&cno) else {
             return 0;
         };
         let mut n = 0;
         for (table, key) in keys {
-            let Some(t) = self.tables.get_mut(&table) else {
-                continue;
-            };
-            let Some(chain) = t.get_mut(&key) else {
-                continue;
-            };
-            // per key, commits purge in order, so this commit's version is the chain's oldest
-            if chain.front().is_some_and(|v| v.cno == cno) {
-                if let Some(v) = chain.pop_front() {
-                    self.bytes = self.bytes.saturating_sub(charge(key.len(), &v.before));
-                    self.versions -= 1;
-                    n += 1;
+            if let Some(t) = self.tables.get_mut(&table) {
+                if let Some(chain) = t.get_mut(key.as_slice()) {
+                    // per key, commits purge in order, so this commit's version is the chain's
+                    // oldest
+                    if chain.first().is_some_and(|v| v.cno == cno) {
+                        let v = chain.remove(0);
+                        self.bytes = self.bytes.saturating_sub(charge(key.len(), &v.before));
+                        self.versions -= 1;
+                        n += 1;
+                        dead.versions.push(v);
+                    }
+                    if chain.is_empty() {
+                        if let Some((k, _)) = t.remove_entry(key.as_slice()) {
+                            dead.keys.push(k);
+                        }
+                        if t.is_empty() {
+                            self.tables.remove(&table);
+                        }
+                    }
                 }
             }
-            if chain.is_empty() {
-                t.remove(&key);
-                if t.is_empty() {
-                    self.tables.remove(&table);
-                }
-            }
+            dead.keys.push(key);
         }
         n
     }
+}
+
+/// What a purge took out of the store, freed after its lock is released so that readers and
+/// committers do not wait while it returns memory to the allocator.
+#[derive(Default)]
+struct Dead {
+    versions: Vec<Version>,
+    keys: Vec<Vec<u8>>,
 }
 
 /// Open views, grouped by their floor (every commit at or below it is visible to them).
@@ -240,6 +257,10 @@ pub struct VersionStore {
     expired_below: AtomicU64,
     /// max_history_size.
     limit: AtomicU64,
+    /// The lowest commit number whose versions are kept (u64::MAX: none), stored under the
+    /// chains' lock whenever the kept commits change: a purge whose limit is below it has
+    /// nothing to drop and skips the exclusive lock.
+    oldest_kept: AtomicU64,
     pub counters: HistoryCounters,
 }
 
@@ -412,6 +433,7 @@ impl VersionStore {
             last: AtomicU64::new(0),
             expired_below: AtomicU64::new(0),
             limit: AtomicU64::new(limit),
+            oldest_kept: AtomicU64::new(u64::MAX),
             counters: HistoryCounters::default(),
         })
     }
@@ -473,20 +495,27 @@ impl VersionStore {
             return;
         }
         let n = versions.len() as u64;
+        // the keys' copies and the byte count before the lock: under it, only the maps
+        let mut keys = Vec::with_capacity(versions.len());
+        let mut bytes = 0;
+        let mut entries = Vec::with_capacity(versions.len());
+        for ((table, key), before) in versions {
+            bytes += charge(key.len(), &before);
+            keys.push((table, key.clone()));
+            entries.push((table, key, Version { cno, before }));
+        }
         let over = {
             let mut chains = self.chains.write();
-            let mut keys = Vec::with_capacity(versions.len());
-            for ((table, key), before) in versions {
-                chains.bytes += charge(key.len(), &before);
+            for (table, key, version) in entries {
                 chains
                     .tables
                     .entry(table)
                     .or_default()
-                    .entry(key.clone())
+                    .entry(key)
                     .or_default()
-                    .push_back(Version { cno, before });
-                keys.push((table, key));
+                    .push(version);
             }
+            chains.bytes += bytes;
             chains.versions += n;
             chains.commits.insert(cno, keys);
             self.publish(&chains);
@@ -512,16 +541,25 @@ impl VersionStore {
     fn purge(&self) {
         loop {
             let limit = self.clock.lock().purge_limit();
+            // Nothing kept is numbered at or below the limit. A commit that records after
+            // this load was still applying when the limit was read, so it is numbered above.
+            if self.oldest_kept.load(Ordering::Acquire) > limit {
+                return;
+            }
+            let mut dead = Dead::default();
             let mut chains = self.chains.write();
             let mut chunk = 0;
             while chunk < PURGE_CHUNK {
                 match chains.commits.first_key_value() {
-                    Some((&cno, _)) if cno <= limit => chunk += chains.purge_commit(cno).max(1),
+                    Some((&cno, _)) if cno <= limit => {
+                        chunk += chains.purge_commit(cno, &mut dead).max(1)
+                    }
                     _ => break,
                 }
             }
             self.publish(&chains);
             drop(chains);
+            drop(dead);
             self.counters
                 .versions_purged
                 .fetch_add(chunk, Ordering::Relaxed);
@@ -569,6 +607,11 @@ impl VersionStore {
         c.history_bytes.store(chains.bytes, Ordering::Relaxed);
         c.purge_lag
             .store(chains.commits.len() as u64, Ordering::Relaxed);
+        let oldest = chains
+            .commits
+            .first_key_value()
+            .map_or(u64::MAX, |(&c, _)| c);
+        self.oldest_kept.store(oldest, Ordering::Release);
     }
 
     /// The history's figures now.

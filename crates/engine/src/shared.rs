@@ -28,8 +28,13 @@ pub(crate) static NEXT_DB_ID: AtomicU64 = AtomicU64::new(1);
 
 /// A table handle, valid until the table is dropped, and only with the `Database` (open)
 /// it came from: a transaction of another database refuses it with [`Error::ForeignTable`].
+/// One reference count for the whole handle: every write of a transaction keeps a clone of
+/// its table in the write set, so a clone is one atomic increment, not one per field.
 #[derive(Clone)]
-pub struct Table {
+pub struct Table(pub(crate) Arc<TableHandle>);
+
+/// What a [`Table`] refers to.
+pub(crate) struct TableHandle {
     pub(crate) tree: Arc<Tree>,
     pub(crate) name: Arc<str>,
     /// `DbInner::id` of the database this handle belongs to.
@@ -38,30 +43,33 @@ pub struct Table {
 }
 
 impl Table {
+    pub(crate) fn tree(&self) -> &Arc<Tree> {
+        &self.0.tree
+    }
     pub fn name(&self) -> &str {
-        &self.name
+        &self.0.name
     }
     pub fn id(&self) -> u32 {
-        self.tree.id
+        self.0.tree.id
     }
     /// Whether this is an index table (`Database::create_index_table`).
     pub fn is_index(&self) -> bool {
-        self.tree.key_set
+        self.0.tree.key_set
     }
     /// Refuses a handle of a dropped table, or of another database than `db`.
     pub(crate) fn check_usable(&self, db: &DbInner) -> Result<()> {
-        if self.db_id != db.id {
+        if self.0.db_id != db.id {
             return Err(Error::ForeignTable {
-                table: self.name.to_string(),
-                table_db: self.db_location.to_string(),
+                table: self.0.name.to_string(),
+                table_db: self.0.db_location.to_string(),
                 txn_db: db.location.clone(),
             });
         }
         self.check_live()
     }
     pub(crate) fn check_live(&self) -> Result<()> {
-        if self.tree.dropped.load(Ordering::Acquire) {
-            return Err(Error::TableDropped(self.name.to_string()));
+        if self.0.tree.dropped.load(Ordering::Acquire) {
+            return Err(Error::TableDropped(self.0.name.to_string()));
         }
         Ok(())
     }
@@ -70,9 +78,9 @@ impl Table {
 impl std::fmt::Debug for Table {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Table")
-            .field("name", &self.name)
-            .field("id", &self.tree.id)
-            .field("database", &self.db_location)
+            .field("name", &self.0.name)
+            .field("id", &self.0.tree.id)
+            .field("database", &self.0.db_location)
             .finish()
     }
 }
@@ -214,12 +222,12 @@ impl DbInner {
 
     /// A handle to `tree` belonging to this database.
     pub(crate) fn table_handle(&self, tree: Arc<Tree>, name: &str) -> Table {
-        Table {
+        Table(Arc::new(TableHandle {
             tree,
             name: Arc::from(name),
             db_id: self.id,
             db_location: Arc::from(self.location.as_str()),
-        }
+        }))
     }
 
     pub(crate) fn shutdown(&self) -> Result<()> {

@@ -1293,7 +1293,7 @@ mod tests {
         // quarter of its entries, scattered
         for (n, &pid) in targets.iter().enumerate() {
             if n % 4 != 0 {
-                idx.tree.merge_leaf(&cx, pid, MergeBy::Read).unwrap();
+                idx.tree().merge_leaf(&cx, pid, MergeBy::Read).unwrap();
             }
         }
         let joined = ib.counters.thin_leaves_joined.load(Ordering::Relaxed);
@@ -1420,11 +1420,11 @@ mod tests {
         let inner = &db.inner;
         let cx = inner.ctx();
         let ib = inner.ibuf.as_deref().unwrap();
-        let leaf = idx.tree.leaf_pid_for(&cx, &k(10)).unwrap().unwrap();
+        let leaf = idx.tree().leaf_pid_for(&cx, &k(10)).unwrap().unwrap();
         // a key of another leaf
         let far = (0..6000)
             .map(k)
-            .find(|key| idx.tree.leaf_pid_for(&cx, key).unwrap() != Some(leaf))
+            .find(|key| idx.tree().leaf_pid_for(&cx, key).unwrap() != Some(leaf))
             .unwrap();
         let put = |t: u32, p: PageId, seq: u64, v: Vec<u8>| {
             ib.tree.put(&cx, &entry_key(t, p, seq), &v).unwrap();
@@ -1432,11 +1432,16 @@ mod tests {
         put(idx.id(), leaf, 1, entry_value(Op::Insert, &far));
         put(
             plain.id(),
-            plain.tree.root,
+            plain.tree().root,
             2,
             entry_value(Op::Delete, b"x"),
         );
-        put(idx.id(), idx.tree.root, 3, entry_value(Op::Delete, &k(10)));
+        put(
+            idx.id(),
+            idx.tree().root,
+            3,
+            entry_value(Op::Delete, &k(10)),
+        );
         put(idx.id(), leaf, 4, vec![9, b'a']);
         // inserts of long keys next to k(10), within its leaf, more than it has room for
         for j in 0..12u8 {

@@ -66,14 +66,13 @@ impl BufferPool {
             let frame = &self.frames[fid.index()];
             match frame.latch.try_read_for(Duration::from_millis(10)) {
                 Some(g) if g.valid => {
-                    let mut out = AlignedBuf::new(self.page_size);
-                    out.copy_from_slice(&g.buf);
+                    let mut out = AlignedBuf::copy_of(&g.buf);
                     page::seal(&mut out);
                     // An invalid image never reaches the file. In normal running it cannot
                     // happen; after recovery replayed redo onto a page older than the log
                     // assumed (a lost write or a lost data-file fsync) it can, and then it is
                     // an error that names the page, not a panic (found by the fault campaign).
-                    if let Err(fault) = page::verify(&out, g.page) {
+                    if let Err(fault) = page::verify_sealed(&out, g.page) {
                         invalid = Some((g.page, fault));
                         self.clear_io_busy(fid);
                     } else {

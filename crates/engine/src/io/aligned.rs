@@ -1,6 +1,6 @@
 //! A heap buffer aligned for O_DIRECT (and for page frames, which are written with it).
 
-use std::alloc::{alloc_zeroed, dealloc, Layout};
+use std::alloc::{alloc, alloc_zeroed, dealloc, Layout};
 use std::ops::{Deref, DerefMut};
 use std::ptr::NonNull;
 
@@ -34,12 +34,28 @@ impl AlignedBuf {
         let ptr = NonNull::new(raw).unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
         AlignedBuf { ptr, layout }
     }
+
+    /// A copy of `src`, aligned to [`Self::DEFAULT_ALIGN`], without zeroing it first (a page
+    /// image about to be written is a copy of its frame).
+    pub fn copy_of(src: &[u8]) -> Self {
+        assert!(!src.is_empty(), "AlignedBuf of zero length");
+        let layout =
+            Layout::from_size_align(src.len(), Self::DEFAULT_ALIGN).expect("valid alignment");
+        // SAFETY: layout has non-zero size (asserted above).
+        let raw = unsafe { alloc(layout) };
+        let ptr = NonNull::new(raw).unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
+        // SAFETY: `raw` is a fresh allocation of src.len() bytes, so it is valid for writes of
+        // that many bytes and cannot overlap `src`; after the copy every byte is initialised,
+        // which Deref relies on.
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), ptr.as_ptr(), src.len()) };
+        AlignedBuf { ptr, layout }
+    }
 }
 
 impl Deref for AlignedBuf {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
-        // SAFETY: ptr points to layout.size() initialised (zeroed) bytes owned by self.
+        // SAFETY: ptr points to layout.size() initialised bytes (zeroed or copied) owned by self.
         unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.layout.size()) }
     }
 }
@@ -53,7 +69,8 @@ impl DerefMut for AlignedBuf {
 
 impl Drop for AlignedBuf {
     fn drop(&mut self) {
-        // SAFETY: ptr was allocated by alloc_zeroed with exactly this layout and not freed before.
+        // SAFETY: ptr was allocated (by alloc_zeroed or alloc) with exactly this layout and not
+        // freed before.
         unsafe { dealloc(self.ptr.as_ptr(), self.layout) }
     }
 }
@@ -74,5 +91,13 @@ mod tests {
         assert_eq!(b.as_ptr() as usize % 4096, 0);
         assert!(b.iter().all(|&x| x == 0));
         assert_eq!(b.len(), 16384);
+    }
+
+    #[test]
+    fn a_copy_is_aligned_and_equal() {
+        let src: Vec<u8> = (0..16384u32).map(|i| (i % 251) as u8).collect();
+        let b = AlignedBuf::copy_of(&src);
+        assert_eq!(b.as_ptr() as usize % 4096, 0);
+        assert_eq!(&b[..], &src[..]);
     }
 }

@@ -268,6 +268,23 @@ impl std::fmt::Display for PageFault {
 
 /// Checks a page read from disk: checksum, LSN copy, page number, type, header bounds.
 pub fn verify(b: &[u8], expect: PageId) -> Result<(), PageFault> {
+    verify_checksum(b)?;
+    verify_contents(b, expect)
+}
+
+/// Checks a page image that [`seal`] has just stamped, with no change since: what [`verify`]
+/// checks less the checksum, which seal computed from these very bytes.
+pub fn verify_sealed(b: &[u8], expect: PageId) -> Result<(), PageFault> {
+    debug_assert_eq!(
+        rd_u32(b, OFF_CHECKSUM),
+        compute_checksum(b),
+        "image not sealed"
+    );
+    verify_contents(b, expect)
+}
+
+/// The checksum and the LSN copy: whether the bytes are the ones last sealed.
+fn verify_checksum(b: &[u8]) -> Result<(), PageFault> {
     let stored = rd_u32(b, OFF_CHECKSUM);
     let computed = compute_checksum(b);
     if stored != computed {
@@ -286,6 +303,11 @@ pub fn verify(b: &[u8], expect: PageId) -> Result<(), PageFault> {
         }
         return Err(PageFault::Checksum { stored, computed });
     }
+    Ok(())
+}
+
+/// Page number, type and header bounds.
+fn verify_contents(b: &[u8], expect: PageId) -> Result<(), PageFault> {
     let found = rd_u32(b, OFF_PAGE_NO);
     if found != expect.0 {
         return Err(PageFault::Misplaced { found });

@@ -248,16 +248,16 @@ pub(crate) fn apply_writes<'a>(
             // An index table's put inserts an absent key and its delete removes a present one
             // (its contract, btree/ibuf.rs): the before-image is known without reading the
             // leaf, which is what lets the change buffer take the write.
-            let old = if t.tree.key_set {
+            let old = if t.tree().key_set {
                 v.is_none().then(Vec::new)
             } else if let Some(old) = locked.remove(wk) {
                 debug_assert!(
-                    old == t.tree.get(&cx, key)?,
+                    old == t.tree().get(&cx, key)?,
                     "a value read under the key's lock changed before the commit"
                 );
                 old
             } else {
-                t.tree.get(&cx, key)?
+                t.tree().get(&cx, key)?
             };
             before.push(((*tid, key.clone()), old));
         }
@@ -277,16 +277,16 @@ pub(crate) fn apply_writes<'a>(
             applying.continue_commit(db, &write_refs(writes.iter().skip(i)))?;
         }
         rest_record -= write_size(key, v);
-        if skip_applied && t.tree.get(&cx, key)? == *v {
+        if skip_applied && t.tree().get(&cx, key)? == *v {
             continue;
         }
         match v {
             Some(v) => {
-                t.tree.put(&cx, key, v)?;
+                t.tree().put(&cx, key, v)?;
                 db.counters.rows_written.fetch_add(1, Ordering::Relaxed);
             }
             None => {
-                if t.tree.delete(&cx, key)? {
+                if t.tree().delete(&cx, key)? {
                     db.counters.rows_deleted.fetch_add(1, Ordering::Relaxed);
                 }
             }

@@ -220,7 +220,7 @@ impl Scan {
             let batch = if range_is_empty(lower, upper) {
                 None
             } else {
-                Some(self.table.tree.scan_batch(
+                Some(self.table.tree().scan_batch(
                     &self.db.ctx(),
                     lower,
                     upper,

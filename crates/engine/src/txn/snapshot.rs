@@ -54,7 +54,7 @@ impl Snapshot {
         if key.len() > node::max_key_len(self.db.pool.page_size()) {
             return Ok(None); // no such key can be stored
         }
-        let latest = t.tree.get(&self.db.ctx(), key)?;
+        let latest = t.tree().get(&self.db.ctx(), key)?;
         self.view.resolve(t.id(), key, latest)
     }
 

@@ -321,12 +321,12 @@ impl Transaction {
             }
         }
         if !self.isolation.holds_view() {
-            return t.tree.get(&self.db.ctx(), key);
+            return t.tree().get(&self.db.ctx(), key);
         }
         let view = self.view();
         // the tree first, then the versions (mvcc.rs: the order makes the read right)
         let r = t
-            .tree
+            .tree()
             .get(&self.db.ctx(), key)
             .and_then(|latest| view.resolve(t.id(), key, latest));
         self.read_ends_on_retryable(r)
@@ -346,9 +346,9 @@ impl Transaction {
         if let Some((_, v)) = self.writes.get(&wk) {
             return Ok(v.clone());
         }
-        let v = t.tree.get(&self.db.ctx(), key)?;
+        let v = t.tree().get(&self.db.ctx(), key)?;
         let add = key.len() + v.as_ref().map_or(0, Vec::len);
-        if !t.tree.key_set
+        if !t.tree().key_set
             && (self.locked_value_bytes + add) as u64 <= self.db.opts.max_write_set_size
             && !self.locked_values.contains_key(&wk)
         {
@@ -371,7 +371,7 @@ impl Transaction {
                 max: node::MAX_VALUE_LEN,
             });
         }
-        if t.tree.key_set && !value.is_empty() {
+        if t.tree().key_set && !value.is_empty() {
             return Err(Error::IndexValueNotEmpty {
                 table: t.name().to_string(),
                 len: value.len(),
