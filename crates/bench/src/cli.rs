@@ -158,8 +158,9 @@ pub struct InsertArgs {
     /// Insert rate of the background writer in the query steps, rows per second.
     #[arg(long, default_value_t = 100)]
     pub query_ips: u64,
-    /// Upper bound on the seconds of any one step; a step stops early when it is reached.
-    /// l.i1 and l.i2 run this long after their --warmup.
+    /// Upper bound on the seconds of l.i0, l.i1 and l.i2: a step stops early when it is
+    /// reached (l.i1 and l.i2 run this long after their --warmup). l.x is not bounded: it
+    /// always indexes every row, as secondary indexes built part way would miss rows.
     #[arg(long, default_value_t = 60)]
     pub max_step_seconds: u64,
     /// Seconds at the start of each l.i1 and l.i2 step that are run and sampled (in

@@ -752,7 +752,7 @@ mod tests {
                         assert_eq!((o.warmup, o.max_step_seconds), (7, 20), "{line}");
                         assert_eq!(o.steps, [crate::insert::step::Step::InsertI1]);
                         // the l.i1 step's deadline: its warmup, then the measured seconds
-                        assert_eq!(o.max_seconds(), 27);
+                        assert_eq!(o.max_seconds(), Some(27));
                     }
                 }
                 // the load runs l.i0 and l.x, which have no warmup

@@ -38,6 +38,22 @@ impl Console {
         self.bar = Some(bar);
     }
 
+    /// A progress line without a length (a run whose end is not known ahead): the position
+    /// and the elapsed time.
+    pub fn start_spinner(&mut self, what: &str) {
+        self.finish_bar();
+        if self.quiet || !std::io::stderr().is_terminal() {
+            return;
+        }
+        let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+        let style = ProgressStyle::with_template("{prefix} {spinner} {pos} s {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner());
+        bar.set_style(style);
+        bar.set_prefix(what.to_string());
+        bar.enable_steady_tick(Duration::from_millis(500));
+        self.bar = Some(bar);
+    }
+
     pub fn set_position(&self, pos: u64) {
         if let Some(b) = &self.bar {
             b.set_position(pos);

@@ -29,7 +29,7 @@ fn steps_keep_rows_and_indexes_in_step() {
     // 11 commits of 100 rows, the last one 50: ops count rows, latency counts commits.
     assert_eq!(rec.lock().kinds[0].ok, 1050);
     assert_eq!(rec.lock().kinds[0].latency_us.len(), 11);
-    assert_eq!(st.build_indexes(&d, far, &stop, &rec).expect("l.x"), 1050);
+    assert_eq!(st.build_indexes(&d, &stop, &rec).expect("l.x"), 1050);
     for n in &names[1..] {
         assert_eq!(d.len(n), 1050, "{n}");
     }
