@@ -350,13 +350,26 @@ fn a_guess_into_a_frame_reused_by_another_page_is_refused() {
         c1.failed_guesses > c0.failed_guesses,
         "no guess went stale in {rounds} rounds: {c0:?} -> {c1:?}"
     );
-    for &i in &probe {
-        assert_eq!(get(&db, &a, &key16(i)), Some(val(i, 100)), "key {i} of a");
-    }
     // (not every one: the LRU cleaner keeps frames free in this small pool, so some of a's
-    // leaves are evicted again meanwhile, and their guesses fail as they should)
-    let c2 = counts(&db);
-    assert!(c2.hits > c1.hits, "no new guess was used: {c1:?} -> {c2:?}");
+    // leaves are evicted again meanwhile, and their guesses fail as they should; on a busy
+    // machine it can evict all of them between two passes, so a pass whose guesses all
+    // failed, and were replaced, is followed by another, three at most)
+    let mut c2;
+    let mut passes = 0;
+    loop {
+        passes += 1;
+        for &i in &probe {
+            assert_eq!(get(&db, &a, &key16(i)), Some(val(i, 100)), "key {i} of a");
+        }
+        c2 = counts(&db);
+        if c2.hits > c1.hits || passes == 3 {
+            break;
+        }
+    }
+    assert!(
+        c2.hits > c1.hits,
+        "no new guess was used in {passes} passes: {c1:?} -> {c2:?}"
+    );
     assert_eq!(c2.misses, c1.misses, "every key of a had an entry");
     for &i in &probe {
         assert_eq!(
