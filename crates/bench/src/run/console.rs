@@ -24,30 +24,28 @@ impl Console {
 
     /// Start a bar of `len` units (seconds or rows) if stderr is a terminal.
     pub fn start_bar(&mut self, len: u64, what: &str) {
-        self.finish_bar();
-        if self.quiet || !std::io::stderr().is_terminal() {
-            return;
-        }
-        let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
         let style = ProgressStyle::with_template("{prefix} [{bar:40}] {pos}/{len} ETA {eta} {msg}")
             .unwrap_or_else(|_| ProgressStyle::default_bar())
             .progress_chars("=> ");
-        bar.set_style(style);
-        bar.set_prefix(what.to_string());
-        bar.enable_steady_tick(Duration::from_millis(500));
-        self.bar = Some(bar);
+        self.start(Some(len), style, what);
     }
 
     /// A progress line without a length (a run whose end is not known ahead): the position
     /// and the elapsed time.
     pub fn start_spinner(&mut self, what: &str) {
+        let style = ProgressStyle::with_template("{prefix} {spinner} {pos} s {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner());
+        self.start(None, style, what);
+    }
+
+    /// Replaces the progress display with one of `len` (none: unknown) if stderr is a
+    /// terminal and the console is not quiet.
+    fn start(&mut self, len: Option<u64>, style: ProgressStyle, what: &str) {
         self.finish_bar();
         if self.quiet || !std::io::stderr().is_terminal() {
             return;
         }
-        let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
-        let style = ProgressStyle::with_template("{prefix} {spinner} {pos} s {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_spinner());
+        let bar = ProgressBar::with_draw_target(len, ProgressDrawTarget::stderr());
         bar.set_style(style);
         bar.set_prefix(what.to_string());
         bar.enable_steady_tick(Duration::from_millis(500));

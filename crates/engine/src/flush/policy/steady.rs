@@ -224,11 +224,10 @@ impl Steady {
     /// even schedule instead, at a rate a PI controller sets on the log in use: starting
     /// from the commit rate it found, pace = I x (1 - PACE_GAIN x), clamped to [0.5, 1.2] x I,
     /// where x = (u - sp_pace) / (async - sp) ([`pace_setpoint`]) and ln I moves by
-    /// -PACE_KI x per second. With the
-    /// flush rate pinned at the device, u integrates the excess of the commits over what the
-    /// device can clean up after, so this is PI control of an integrating plant: at about
-    /// 150 commits/s of 50 KB of redo over an 8 MiB band, a time constant of about 2.5 s and
-    /// damping about 0.7. The estimate of what the device sustains (commits x device /
+    /// -PACE_KI x per second. With the flush rate pinned at the device, u integrates the
+    /// excess of the commits over what the device can clean up after, so this is PI control
+    /// of an integrating plant: at about 150 commits/s of 50 KB of redo over an 8 MiB band, a
+    /// time constant of about 2.5 s and damping about 0.7. The estimate of what the device sustains (commits x device /
     /// feed-forward) is not used: its noise from loop to loop would move the pace with it.
     fn pace(&mut self, inp: &FlushInputs) -> f64 {
         let dev = device_rate(inp);
