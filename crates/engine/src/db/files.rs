@@ -102,12 +102,32 @@ pub(super) fn probe_data_file(
 
 /// Restores torn pages from the doublewrite area into `file` and counts what it did in
 /// `report`; a torn page without a usable copy refuses the open, naming the page.
+///
+/// Also refuses when a slot holds a page image newer than the end of the recovered log
+/// (`recovered`): the image was written after the log was durable up to its LSN, so the log
+/// lost writes that the data file may already reflect (a lost fsync) and redo cannot make the
+/// pages consistent. Redo and `check` (C8) catch such a page only while the log end is below
+/// its LSN; the slots catch it at open, before recovery appends anything.
 pub(super) fn repair_torn_pages(
     d: &Doublewrite,
     file: &dyn File,
     report: &mut RecoveryReport,
+    recovered: &wal::Recovered,
 ) -> Result<()> {
     let r = d.recover(file)?;
+    if let Some((lsn, page)) = r.newest_slot.filter(|&(lsn, _)| lsn > recovered.end_lsn) {
+        return Err(crate::recovery::log_behind_page(
+            &format!(
+                "{} (its copy in {})",
+                file.name(),
+                crate::dwb::DWB_FILE_NAME
+            ),
+            page,
+            lsn.0,
+            recovered.end_lsn,
+            &recovered.stop,
+        ));
+    }
     report.pages_repaired_from_doublewrite = r.pages_repaired.len() as u64;
     report.doublewrite_slots_corrupt = r.slots_corrupt as u64;
     report.corruptions_detected += (r.pages_damaged + r.slots_corrupt) as u64;

@@ -281,7 +281,7 @@ impl Database {
         };
         if let Some(d) = &dwb {
             // IMPORTANT: torn pages are restored before redo reads them.
-            repair_torn_pages(d, file.as_ref(), &mut report)?;
+            repair_torn_pages(d, file.as_ref(), &mut report, &recovered)?;
         }
         if let Some(reason) = &header_fault {
             require_header_repaired(file.as_ref(), reason, &location)?;

@@ -118,4 +118,8 @@ pub struct DwbReport {
     /// than the damaged page claims to be), with the reason; left as they are. Opening a
     /// database refuses when this is not empty.
     pub pages_unrepairable: Vec<(u32, String)>,
+    /// The highest LSN any valid slot carries, and that slot's page. A slot image was written
+    /// only after the log was durable up to its LSN (WAL), so a recovered log ending below it
+    /// lost durable writes (a lost fsync) or belongs to another database.
+    pub newest_slot: Option<(crate::types::Lsn, u32)>,
 }

@@ -1,6 +1,7 @@
 //! Torn-page repair at recovery, before redo: every valid slot copy is compared with the data
 //! file's copy of its page, and the slot copy is written in place where the data copy is torn,
-//! corrupt, missing or older.
+//! corrupt, missing or older. The newest LSN any valid slot carries is reported: open compares
+//! it with the recovered log end (a slot newer than the log means the log lost durable writes).
 //!
 //! What must stay true: D3 (`dwb/mod.rs`) — a slot is used only if it passes `page::verify` for
 //! the page number stored in it, so a slot torn by a crash during the doublewrite write is never
@@ -57,6 +58,9 @@ impl Doublewrite {
             }
             report.slots_valid += 1;
             let lsn = hdr::lsn(image);
+            if report.newest_slot.is_none_or(|(n, _)| lsn > n) {
+                report.newest_slot = Some((lsn, pid.0));
+            }
             let entry = newest.entry(pid.0).or_insert((lsn, slot));
             if lsn > entry.0 {
                 *entry = (lsn, slot);

@@ -231,3 +231,58 @@ fn recovery_time_target_holds_the_checkpoint_age_under_its_limit() {
     let db = Database::open_in(Arc::new(sim), o).unwrap();
     assert!(db.status().recovery.redo_bytes() <= limit);
 }
+
+/// A log fsync that reported success but lost its writes, then pages written back through the
+/// doublewrite area at LSNs past what the log still holds (a pool of 64 pages evicts them; no
+/// checkpoint passes the lost writes): open refuses, naming the page, its doublewrite copy and
+/// the log end, before recovery appends anything (after that, the new log end could pass the
+/// stale pages' LSNs and `check` could no longer tell).
+#[test]
+fn a_lost_log_fsync_under_pages_already_written_is_refused_at_open() {
+    use evenkeel::io::sim::{Fault, FaultKind, FaultOp};
+    let mut o = big_log_opts();
+    o.buffer_pool_size = 256 << 10;
+    let sim = SimStorage::new();
+    let db = Database::create_in(Arc::new(sim.clone()), o.clone()).unwrap();
+    let t = db.create_table("t").unwrap();
+    let commit = |from: u64, to: u64| {
+        let mut txn = db.begin();
+        for i in from..to {
+            txn.put(&t, &key16(i), &val(i, 100)).unwrap();
+        }
+        txn.commit().unwrap();
+    };
+    commit(0, 100);
+    db.flush().unwrap();
+    sim.inject(Fault {
+        file: Some("ib_logfile0".into()),
+        op: FaultOp::Sync,
+        after: 0,
+        kind: FaultKind::LostSync,
+        persistent: false,
+    });
+    commit(100, 200);
+    assert_eq!(
+        sim.fault_counts().lost_syncs,
+        1,
+        "the lost fsync did not fire"
+    );
+    let written = db.status().buffer.pages_written;
+    for i in 2..40 {
+        commit(i * 100, (i + 1) * 100);
+    }
+    assert!(
+        db.status().buffer.pages_written > written + 64,
+        "the test needs pages written back after the lost fsync"
+    );
+    sim.crash();
+    drop(db);
+    let e = match Database::open_in(Arc::new(sim.clone()), o) {
+        Ok(_) => panic!("open accepted a log that lost writes the data file reflects"),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        e.contains("evenkeel.dblwr") && e.contains("beyond the end of the readable redo log"),
+        "the refusal must name the doublewrite copy and the log end: {e}"
+    );
+}
