@@ -195,6 +195,8 @@ struct Dead {
 /// Open views, grouped by their floor (every commit at or below it is visible to them).
 struct ViewGroup {
     count: usize,
+    /// The id of the group's newest view: every view of the group has an id at or below it.
+    last_view: u64,
     /// When the first view of the group opened ([`coarse_now_ms`]).
     opened_ms: u64,
 }
@@ -232,6 +234,8 @@ struct Clock {
     /// Commits numbered and not yet wholly applied.
     applying: BTreeSet<u64>,
     views: BTreeMap<u64, ViewGroup>,
+    /// The last view id handed out (ids rise in opening order, as floors do).
+    last_view: u64,
 }
 
 impl Clock {
@@ -253,8 +257,9 @@ pub struct VersionStore {
     chains: RwLock<Chains>,
     /// The last commit number handed out (a view at or above it needs no lookup).
     last: AtomicU64,
-    /// Views numbered below this were expired (their versions purged).
-    expired_below: AtomicU64,
+    /// Views whose id is at or below this were expired (their versions may be purged). Stored
+    /// under the clock's lock, in the section that takes their group out of the clock.
+    expired_through: AtomicU64,
     /// max_history_size.
     limit: AtomicU64,
     /// The lowest commit number whose versions are kept (u64::MAX: none), stored under the
@@ -277,6 +282,8 @@ pub struct View {
     applying: Vec<u64>,
     /// Every commit at or below this is visible to the view.
     floor: u64,
+    /// The view's id, handed out in opening order (what expiry marks).
+    id: u64,
     /// When the view opened ([`coarse_now_ms`]).
     opened_ms: u64,
 }
@@ -312,7 +319,7 @@ impl View {
     }
 
     fn check_live(&self, chains: &Chains) -> Result<()> {
-        if self.floor < self.store.expired_below.load(Ordering::SeqCst) {
+        if self.id <= self.store.expired_through.load(Ordering::SeqCst) {
             return Err(Error::SnapshotTooOld {
                 age_s: self.age_s(),
                 history_bytes: chains.bytes,
@@ -391,13 +398,17 @@ impl Drop for View {
     fn drop(&mut self) {
         {
             let mut clock = self.store.clock.lock();
-            if let Some(g) = clock.views.get_mut(&self.floor) {
-                g.count -= 1;
-                if g.count == 0 {
-                    clock.views.remove(&self.floor);
+            // An expired view's group left the clock when it expired, and a group of the same
+            // floor opened since holds other views only. Exact under the clock's lock, which
+            // expiry holds while it marks.
+            if self.id > self.store.expired_through.load(Ordering::Relaxed) {
+                if let Some(g) = clock.views.get_mut(&self.floor) {
+                    g.count -= 1;
+                    if g.count == 0 {
+                        clock.views.remove(&self.floor);
+                    }
                 }
             }
-            // an expired view's group was removed when it expired
         }
         self.store
             .counters
@@ -431,7 +442,7 @@ impl VersionStore {
             clock: Mutex::new(Clock::default()),
             chains: RwLock::new(Chains::default()),
             last: AtomicU64::new(0),
-            expired_below: AtomicU64::new(0),
+            expired_through: AtomicU64::new(0),
             limit: AtomicU64::new(limit),
             oldest_kept: AtomicU64::new(u64::MAX),
             counters: HistoryCounters::default(),
@@ -452,19 +463,20 @@ impl VersionStore {
     /// Opens a read view of every commit that has finished applying.
     pub fn open_view(self: &Arc<Self>) -> View {
         let opened_ms = coarse_now_ms();
-        let (at, applying, floor) = {
+        let (at, applying, floor, id) = {
             let mut clock = self.clock.lock();
             let floor = clock.visible();
             let applying: Vec<u64> = clock.applying.iter().copied().collect();
-            clock
-                .views
-                .entry(floor)
-                .or_insert(ViewGroup {
-                    count: 0,
-                    opened_ms,
-                })
-                .count += 1;
-            (clock.last, applying, floor)
+            clock.last_view += 1;
+            let id = clock.last_view;
+            let group = clock.views.entry(floor).or_insert(ViewGroup {
+                count: 0,
+                last_view: id,
+                opened_ms,
+            });
+            group.count += 1;
+            group.last_view = id;
+            (clock.last, applying, floor, id)
         };
         self.counters.views_opened.fetch_add(1, Ordering::Relaxed);
         self.counters.views_open.fetch_add(1, Ordering::Relaxed);
@@ -473,6 +485,7 @@ impl VersionStore {
             at,
             applying,
             floor,
+            id,
             opened_ms,
         }
     }
@@ -574,24 +587,22 @@ impl VersionStore {
     fn expire_oldest_views(&self) {
         let limit = self.limit.load(Ordering::Relaxed);
         loop {
-            let new_floor = {
+            {
                 let mut clock = self.clock.lock();
-                let Some((&at, _)) = clock.views.first_key_value() else {
+                let Some((_, g)) = clock.views.pop_first() else {
                     return;
                 };
-                let Some(g) = clock.views.remove(&at) else {
-                    return;
-                };
+                // Marked in the section that takes the group out of the clock: a purge that no
+                // longer counts these views read its limit after this store, so it drops their
+                // versions only after it, and a reader that no longer finds them sees the mark.
+                // Views have ids rising with their floors, so every view at or below the
+                // group's newest id was in this group or an older one (expired or closed); a
+                // view opened later with the same floor is not marked.
+                self.expired_through
+                    .fetch_max(g.last_view, Ordering::SeqCst);
                 self.counters
                     .views_expired
                     .fetch_add(g.count as u64, Ordering::Relaxed);
-                clock.purge_limit()
-            };
-            {
-                // under the store's lock, so a reader sees either the versions or the expiry
-                let chains = self.chains.write();
-                self.expired_below.fetch_max(new_floor, Ordering::SeqCst);
-                drop(chains);
             }
             self.purge();
             if self.chains.read().bytes <= limit {
@@ -718,5 +729,41 @@ mod tests {
         assert_eq!(s.views_expired, 1);
         drop(old);
         assert_eq!(store.stats().views_open, 0);
+    }
+
+    /// The oldest view expires while the commit that took the history past the bound is still
+    /// applying, so the purge limit stays at the view's floor: the view must still fail rather
+    /// than read past the commit's purged version.
+    #[test]
+    fn a_view_expired_at_its_own_floor_fails_its_next_read() {
+        let store = VersionStore::new(100);
+        let c1 = store.begin_commit();
+        let view = store.open_view(); // floor 0: c1 is applying
+        store.record(c1, vec![((1, b"k".to_vec()), Some(vec![7u8; 200]))]);
+        store.end_commit(c1);
+        let err = view.resolve(1, b"k", Some(b"new".to_vec())).unwrap_err();
+        assert!(matches!(err, Error::SnapshotTooOld { .. }), "{err}");
+        assert_eq!(store.stats().views_expired, 1);
+        assert_eq!(store.stats().history_versions, 0);
+    }
+
+    /// A view opened with the same floor as one that expired joins a new group: closing the
+    /// expired view must not take the new one's count, or purge drops what the new one needs.
+    #[test]
+    fn closing_an_expired_view_leaves_a_newer_view_of_the_same_floor_counted() {
+        let store = VersionStore::new(100);
+        let c1 = store.begin_commit();
+        let expired = store.open_view();
+        store.record(c1, vec![((1, b"k".to_vec()), Some(vec![7u8; 200]))]);
+        let fresh = store.open_view(); // floor 0 again: c1 is still applying
+        drop(expired);
+        store.end_commit(c1);
+        assert_eq!(
+            fresh.resolve(1, b"k", Some(b"new".to_vec())).unwrap(),
+            Some(vec![7u8; 200])
+        );
+        assert_eq!(store.stats().history_versions, 1);
+        drop(fresh);
+        assert_eq!(store.stats().history_versions, 0);
     }
 }
