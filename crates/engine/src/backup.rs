@@ -102,7 +102,7 @@ impl<'a> Pin<'a> {
     /// Moves the pin forward to `lsn` (a group boundary), never back.
     fn advance(&mut self, lsn: Lsn) {
         if lsn > self.lsn {
-            self.space.begin_applying(lsn);
+            self.space.begin_applying(lsn, 0);
             self.space.end_applying(self.lsn);
             self.lsn = lsn;
         }

@@ -194,19 +194,26 @@ impl<'a> Applying<'a> {
         record::encode_commit_continued(&mut payload, self.pin.0, self.txn, rest);
         let range = {
             let (range, _fence) = dur.space.append_fenced(&payload)?;
-            dur.space.begin_applying(range.start);
+            dur.space.begin_applying(range.start, payload.len() as u64);
             range
         };
         dur.space.end_applying(self.pin);
         self.pin = range.start;
         let ps = db.pool.page_size();
         let estimate = apply_redo_estimate(ps, rest);
+        let mut budget = estimate;
         if self.room.is_some() {
-            // released first: a transaction may wait in admission for the room it held. No
-            // admission delay: the transaction served it before its first lock, and it holds
-            // its locks now.
+            // released first: the room it held counts for the new one. No admission delay: the
+            // transaction served it before its first lock, and it holds its locks now. The
+            // owner of the oldest pin may get less than it asks (down to its next record and
+            // a few pages): it then continues again sooner, each time moving its pin to the log
+            // end (`Durability::admit_continuation`).
             self.room = None;
-            self.room = Some(dur.admit_delayed(payload.len() as u64 + estimate)?);
+            let record = payload.len() as u64;
+            let least = record + crate::flush::CONTINUATION_LEAST_PAGES * ps as u64;
+            let (room, granted) = dur.admit_continuation(record + estimate, least, self.pin)?;
+            self.room = Some(room);
+            budget = granted - record;
         } else {
             // Recovery: no page cleaner runs and no reservation holds room, so this thread
             // frees the log itself, here where it holds no page latch: everything this apply
@@ -215,7 +222,7 @@ impl<'a> Applying<'a> {
             db.pool.flush_all()?;
             dur.checkpoint()?;
         }
-        self.budget = estimate;
+        self.budget = budget;
         self.spent_from = crate::mtr::thread_redo_bytes();
         db.counters
             .commit_continuations
@@ -316,7 +323,7 @@ pub(crate) fn reapply(
     // changes may need log space, and making room checkpoints (append_fenced).
     for &commit_lsn in pending {
         let _f = db.dur.space.fence_shared();
-        db.dur.space.begin_applying(commit_lsn);
+        db.dur.space.begin_applying(commit_lsn, 0);
     }
     if !pending.is_empty() {
         // all the room there is: write what redo dirtied, checkpoint up to the oldest COMMIT

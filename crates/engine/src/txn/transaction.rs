@@ -515,7 +515,7 @@ impl Transaction {
         };
         let range = {
             let (range, _fence) = dur.space.append_fenced(&payload)?;
-            dur.space.begin_applying(range.start);
+            dur.space.begin_applying(range.start, payload.len() as u64);
             range
         };
         let mut applying = apply::Applying::new(

@@ -45,9 +45,10 @@ pub trait MakeRoom: Send + Sync {
 pub struct LogSpace {
     log: Arc<Log>,
     fence: RwLock<()>,
-    /// COMMIT LSN -> transactions applying from it; also the pins of backups copying the log
-    /// ([`LogSpace::pin_checkpoint`]).
-    applying: Mutex<BTreeMap<u64, u32>>,
+    /// COMMIT LSN -> transactions applying from it, and the largest of their records (the
+    /// COMMIT or continuation there, bytes); also the pins of backups copying the log
+    /// ([`LogSpace::pin_checkpoint`], record 0).
+    applying: Mutex<BTreeMap<u64, (u32, u64)>>,
     /// Held from re-reading `applying` to writing the checkpoint, and by `pin_checkpoint`: a
     /// pin taken at the checkpoint is never passed by a checkpoint computed before it.
     gate: Mutex<()>,
@@ -175,8 +176,28 @@ impl LogSpace {
 
     /// Registers a transaction whose COMMIT group starts at `lsn` and is still being applied:
     /// the checkpoint may not pass it. Called with the fence held.
-    pub fn begin_applying(&self, lsn: Lsn) {
-        *self.applying.lock().entry(lsn.0).or_insert(0) += 1;
+    pub fn begin_applying(&self, lsn: Lsn, record: u64) {
+        let mut a = self.applying.lock();
+        let e = a.entry(lsn.0).or_insert((0, 0));
+        e.0 += 1;
+        e.1 = e.1.max(record);
+    }
+
+    /// The largest record a pin holds: what the owner of the oldest pin needs room for to
+    /// continue its commit (`Durability::admit_continuation`).
+    pub fn largest_pinned_record(&self) -> u64 {
+        self.applying
+            .lock()
+            .values()
+            .map(|e| e.1)
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// The oldest pin: the COMMIT or continuation of a transaction still applying, or a
+    /// backup's pin, that the checkpoint may not pass.
+    pub fn oldest_pin(&self) -> Option<Lsn> {
+        self.applying.lock().first_key_value().map(|(&a, _)| Lsn(a))
     }
 
     /// Pins the checkpoint where it is: until [`LogSpace::end_applying`] of the LSN returned
@@ -186,15 +207,15 @@ impl LogSpace {
     pub fn pin_checkpoint(&self) -> Lsn {
         let _gate = self.gate.lock();
         let cp = self.log.checkpoint_lsn();
-        *self.applying.lock().entry(cp.0).or_insert(0) += 1;
+        self.applying.lock().entry(cp.0).or_insert((0, 0)).0 += 1;
         cp
     }
 
     pub fn end_applying(&self, lsn: Lsn) {
         let mut a = self.applying.lock();
         if let Some(n) = a.get_mut(&lsn.0) {
-            *n -= 1;
-            if *n == 0 {
+            n.0 -= 1;
+            if n.0 == 0 {
                 a.remove(&lsn.0);
             }
         }

@@ -440,15 +440,8 @@ fn a_power_cut_during_a_continued_commit_leaves_all_or_nothing() {
 /// Several transactions that each outgrow their estimate, at once, in a log smaller than their
 /// writes: each continues its commit (moving its pin) and takes a new reservation while the
 /// others' pins hold the checkpoint. Every commit must go through; none may wait for room
-/// that only a transaction queued behind it can free.
-///
-/// Fails today (the engine gives up after 30 s): the four continuing transactions each pin
-/// their continuation record and queue for a new reservation, the log between the oldest pin
-/// and its end holds the others' applies, and only the oldest pin's owner, itself queued,
-/// could free it. Run with `cargo nextest run -p evenkeel --run-ignored only outgrow`.
+/// that only a transaction queued behind it can free (`Durability::admit_continuation`).
 #[test]
-#[ignore = "known deadlock of concurrent commit continuations (docs/measurements.md, \
-            \"Continuing commits that wait for each other\")"]
 fn concurrent_commits_that_outgrow_their_estimates_all_go_through() {
     let o = small_log_opts();
     let (_sim, db) = sim_db(o);

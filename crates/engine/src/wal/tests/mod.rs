@@ -549,7 +549,7 @@ fn a_checkpoint_past_an_applied_commit_makes_its_apply_durable() {
     let space = super::space::LogSpace::new(log.clone());
     // the COMMIT, durable as a commit leaves it
     let (commit, fence) = space.append_fenced(&payload(1, 100)).unwrap();
-    space.begin_applying(commit.start);
+    space.begin_applying(commit.start, 0);
     drop(fence);
     log.flush_to(commit.end, true).unwrap();
     // other work dirties a page after the COMMIT; then the apply and its ApplyDone
