@@ -560,10 +560,19 @@ impl Durability {
     ) -> Result<(Reservation<'_>, u64)> {
         let t = Instant::now();
         let mut counted = false;
+        // a wait is a log-space stall like a commit's (status, samples)
+        let waited = |counted: bool| {
+            if counted {
+                self.counters
+                    .log_space_wait_us
+                    .fetch_add(t.elapsed().as_micros() as u64, Ordering::Relaxed);
+            }
+        };
         loop {
             self.check_poison()?;
             let (asyncp, syncp) = self.points();
             if let Some(r) = self.try_reserve(bytes, asyncp, syncp) {
+                waited(counted);
                 return Ok((r, bytes));
             }
             if self.space.oldest_pin() == Some(pin) {
@@ -572,6 +581,7 @@ impl Durability {
                 if free >= least {
                     let granted = bytes.min(least);
                     self.reserved.fetch_add(granted, Ordering::AcqRel);
+                    waited(counted);
                     return Ok((
                         Reservation {
                             dur: self,
