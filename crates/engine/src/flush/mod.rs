@@ -513,19 +513,11 @@ impl Durability {
                 };
                 c.fetch_add(1, Ordering::Relaxed);
             }
-            let before = self.log.checkpoint_lsn();
-            let n = self.flush_oldest(FLUSH_BATCH_PAGES)?;
-            let c = if at_sync {
+            self.room_step(if at_sync {
                 &self.counters.pages_flushed_sync
             } else {
                 &self.counters.pages_flushed_log_space
-            };
-            c.fetch_add(n as u64, Ordering::Relaxed);
-            self.checkpoint()?;
-            if n == 0 && self.log.checkpoint_lsn() == before {
-                // nothing to flush here: transactions in flight hold the space; let them finish
-                std::thread::sleep(Duration::from_millis(1));
-            }
+            })?;
             if stalled.is_some_and(|(t, _)| t.elapsed() > LOG_SPACE_WAIT_MAX) {
                 let e = Error::Poisoned(format!(
                     "the redo log stayed past the sync point for {}s: {bytes} bytes of redo \
@@ -536,6 +528,20 @@ impl Durability {
                 return Err(e);
             }
         }
+    }
+
+    /// One step of a writer waiting for log room: a batch of the oldest pages nobody else is
+    /// writing (counted in `flushed`), then a checkpoint; a short sleep when neither moved
+    /// (transactions in flight hold the space: let them finish).
+    fn room_step(&self, flushed: &AtomicU64) -> Result<()> {
+        let before = self.log.checkpoint_lsn();
+        let n = self.flush_oldest(FLUSH_BATCH_PAGES)?;
+        flushed.fetch_add(n as u64, Ordering::Relaxed);
+        self.checkpoint()?;
+        if n == 0 && self.log.checkpoint_lsn() == before {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        Ok(())
     }
 
     /// A new reservation for a commit that continues itself (`txn/apply.rs`, `Applying`):
@@ -597,15 +603,7 @@ impl Durability {
                     .log_space_waits
                     .fetch_add(1, Ordering::Relaxed);
             }
-            let before = self.log.checkpoint_lsn();
-            let n = self.flush_oldest(FLUSH_BATCH_PAGES)?;
-            self.counters
-                .pages_flushed_log_space
-                .fetch_add(n as u64, Ordering::Relaxed);
-            self.checkpoint()?;
-            if n == 0 && self.log.checkpoint_lsn() == before {
-                std::thread::sleep(Duration::from_millis(1));
-            }
+            self.room_step(&self.counters.pages_flushed_log_space)?;
             if t.elapsed() > LOG_SPACE_WAIT_MAX {
                 let e = Error::Poisoned(format!(
                     "a continuing commit found no log room for {}s: {bytes} bytes of redo \

@@ -307,7 +307,11 @@ fn outgrow_keys() -> Vec<u64> {
 }
 
 fn load_full_leaves(db: &Database) -> evenkeel::Table {
-    let t = db.create_table("t").unwrap();
+    load_full_leaves_into(db, "t")
+}
+
+fn load_full_leaves_into(db: &Database, name: &str) -> evenkeel::Table {
+    let t = db.create_table(name).unwrap();
     for c in 0..100 {
         let mut txn = db.begin();
         for i in c * LOADED_ROWS / 100..(c + 1) * LOADED_ROWS / 100 {
@@ -446,18 +450,7 @@ fn concurrent_commits_that_outgrow_their_estimates_all_go_through() {
     let o = small_log_opts();
     let (_sim, db) = sim_db(o);
     let tables: Vec<evenkeel::Table> = (0..4)
-        .map(|i| {
-            let t = db.create_table(&format!("t{i}")).unwrap();
-            for c in 0..100 {
-                let mut txn = db.begin();
-                for r in c * LOADED_ROWS / 100..(c + 1) * LOADED_ROWS / 100 {
-                    let (k, v) = outgrow_row(2 * r);
-                    txn.put(&t, &k, &v).unwrap();
-                }
-                txn.commit().unwrap();
-            }
-            t
-        })
+        .map(|i| load_full_leaves_into(&db, &format!("t{i}")))
         .collect();
     let results: Vec<evenkeel::Result<()>> = std::thread::scope(|s| {
         let hs: Vec<_> = tables
