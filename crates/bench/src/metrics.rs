@@ -311,6 +311,9 @@ engine_metrics! {
     /// Changes applied directly because the change buffer was at or near
     /// change_buffer_max_size (a share rising from none at 9/10 of it to all at it).
     change_buffer_full_skips => change_buffer_full_skips: count "changes" from "change_buffer_full_skips";
+    /// Clean cached leaves dropped from the pool near its LRU tail so that a change could be
+    /// buffered instead of dirtying them (each is one page write not made for one change).
+    change_buffer_cold_drops => change_buffer_cold_drops: count "pages" from "cold_drops";
     /// Pages of the change buffer's tree (its size, bounded by change_buffer_max_size).
     change_buffer_pages => change_buffer_pages: gauge(u64) "pages" from "change_buffer_tree_pages";
 }

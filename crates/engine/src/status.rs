@@ -158,6 +158,9 @@ metrics! {
     evictions: Counter "pages", "Pages evicted to free a frame.", |s| s.buffer.evictions;
     lru_evictions: Counter "pages", "Pages the LRU cleaner evicted to the free lists.",
         |s| s.buffer.lru_evictions;
+    cold_drops: Counter "pages",
+        "Clean pages near the LRU tail dropped so a change could be buffered instead.",
+        |s| s.buffer.cold_drops;
     made_young: Counter "pages", "Pages moved to the young part of the LRU.",
         |s| s.buffer.made_young;
     made_not_young: Counter "pages", "Touches of old pages left in the old part.",

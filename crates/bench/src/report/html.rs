@@ -379,6 +379,10 @@ fn change_buffer_chart(rows: &[SampleRow]) -> Option<Chart> {
                 pts(rows, |r| count(r.engine.change_buffer_full_skips)),
             ))
             .with(Series::new(
+                "cold cached leaves dropped to buffer a change",
+                pts(rows, |r| count(r.engine.change_buffer_cold_drops)),
+            ))
+            .with(Series::new(
                 "leaves merged by reads",
                 pts(rows, |r| count(r.engine.change_buffer_merges_by_read)),
             ))

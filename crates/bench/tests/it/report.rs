@@ -80,6 +80,7 @@ pub(crate) fn recorded() -> Vec<SampleRow> {
                 change_buffer_merges_by_read: Some(t % 7),
                 change_buffer_merges_by_background: Some(2),
                 change_buffer_full_skips: Some(if t > 20 { 40 } else { 0 }),
+                change_buffer_cold_drops: Some(t % 3),
                 change_buffer_pages: Some(100 + t / 2),
             },
             cpu_pct: 150.0,

@@ -62,6 +62,10 @@ pub struct LruHints {
     /// A young page whose stamp is below this is moved to the head on a hit.
     young_cutoff: AtomicU64,
     old_time_ms: u64,
+    /// Per frame, `Lru::old_seq`; and the list's `freed` clock: what [`Self::may_be_cold`]
+    /// reads.
+    old_seq: Box<[AtomicU64]>,
+    freed: AtomicU64,
 }
 
 /// What a hit should do, as far as the hints tell.
@@ -93,6 +97,14 @@ impl LruHints {
             Peek::Young
         }
     }
+
+    /// [`Lru::is_cold`] as far as the hints tell, without the mutex: the change buffer's
+    /// pre-check, so that a change to a cached leaf takes the instance mutex only when the
+    /// leaf may be dropped.
+    pub fn may_be_cold(&self, x: usize) -> bool {
+        self.state[x].load(Ordering::Relaxed) & TAG_OLD != 0
+            && self.freed.load(Ordering::Relaxed) > self.old_seq[x].load(Ordering::Relaxed)
+    }
 }
 
 /// Outcome of touching a page, for the made-young / not-young counters.
@@ -115,6 +127,8 @@ pub struct Lru {
     first_access_ms: Vec<u64>,
     /// `freed` when the page was last put at the head of the young sublist.
     young_seq: Vec<u64>,
+    /// `freed` when the page was last put at the head of the old sublist (the midpoint).
+    old_seq: Vec<u64>,
     /// Pages removed from the list so far (InnoDB's freed_page_clock).
     freed: u64,
     old_pct: usize,
@@ -134,6 +148,7 @@ impl Lru {
             which: vec![Which::None; nframes],
             first_access_ms: vec![0; nframes],
             young_seq: vec![0; nframes],
+            old_seq: vec![0; nframes],
             freed: 0,
             old_pct,
             old_time_ms,
@@ -141,6 +156,8 @@ impl Lru {
                 state: (0..nframes).map(|_| AtomicU64::new(0)).collect(),
                 young_cutoff: AtomicU64::new(0),
                 old_time_ms,
+                old_seq: (0..nframes).map(|_| AtomicU64::new(0)).collect(),
+                freed: AtomicU64::new(0),
             }),
         }
     }
@@ -155,7 +172,10 @@ impl Lru {
         let s = match self.which[x] {
             Which::None => 0,
             Which::Young => TAG_YOUNG | (self.young_seq[x] & VALUE_MASK),
-            Which::Old => TAG_OLD | (self.first_access_ms[x] & VALUE_MASK),
+            Which::Old => {
+                self.hints.old_seq[x].store(self.old_seq[x], Ordering::Relaxed);
+                TAG_OLD | (self.first_access_ms[x] & VALUE_MASK)
+            }
         };
         self.hints.state[x].store(s, Ordering::Relaxed);
     }
@@ -164,6 +184,7 @@ impl Lru {
     fn publish_cutoff(&self) {
         let cutoff = self.freed.saturating_sub(self.young.len as u64 / 4);
         self.hints.young_cutoff.store(cutoff, Ordering::Relaxed);
+        self.hints.freed.store(self.freed, Ordering::Relaxed);
     }
 
     pub fn len(&self) -> usize {
@@ -231,8 +252,9 @@ impl Lru {
         }
         l.len += 1;
         self.which[x] = w;
-        if w == Which::Young {
-            self.young_seq[x] = self.freed;
+        match w {
+            Which::Young => self.young_seq[x] = self.freed,
+            _ => self.old_seq[x] = self.freed,
         }
         self.publish(x);
     }
@@ -307,6 +329,16 @@ impl Lru {
             }
             Which::None => Touch::AlreadyYoung,
         }
+    }
+
+    /// Whether frame `i` holds a cold page: in the old sublist (not touched again since
+    /// old_blocks_time after it came in), and pages have left the list since it was put at
+    /// the midpoint (InnoDB's freed_page_clock moved): the pool is evicting, and this page is
+    /// on its way to the tail. Never true while nothing is evicted (a working set that fits
+    /// the pool).
+    pub fn is_cold(&self, i: FrameId) -> bool {
+        let x = self.at(i);
+        self.which[x] == Which::Old && self.freed > self.old_seq[x]
     }
 
     pub fn remove(&mut self, i: FrameId) {
@@ -414,6 +446,45 @@ mod tests {
         let gone = lru.tail_iter(1).next().unwrap_or(NIL);
         lru.remove(gone);
         assert_eq!(hints.peek(gone.index(), || 0), Peek::Young);
+    }
+
+    #[test]
+    fn old_pages_are_cold_only_once_the_list_evicts_and_hints_agree() {
+        let mut lru = Lru::new(FrameId(0), 100, 37, 1000);
+        let hints = lru.hints();
+        for i in 0..90 {
+            lru.insert_new(FrameId(i), 0);
+        }
+        let cold = |lru: &Lru, f: FrameId| {
+            let c = lru.is_cold(f);
+            assert_eq!(c, hints.may_be_cold(f.index()), "hints disagree on {f}");
+            c
+        };
+        // a pool that has evicted nothing has no cold page, old or young
+        assert!((0..90).all(|i| !cold(&lru, FrameId(i))));
+        lru.touch(FrameId(89), 2000);
+        assert_eq!(lru.which[89], Which::Young);
+        // the pool evicts its tail: the old pages that were there before are cold, young
+        // ones are not
+        let tail = lru.tail_iter(1).next().unwrap_or(NIL);
+        lru.remove(tail);
+        let old: Vec<FrameId> = (0..90)
+            .map(FrameId)
+            .filter(|&f| lru.which[f.index()] == Which::Old)
+            .collect();
+        assert!(!old.is_empty());
+        assert!(old.iter().all(|&f| cold(&lru, f)));
+        assert!(!cold(&lru, FrameId(89)));
+        // a page read in now is not cold until the list evicts again
+        lru.insert_new(FrameId(95), 3000);
+        assert!(!cold(&lru, FrameId(95)));
+        let tail = lru.tail_iter(1).next().unwrap_or(NIL);
+        lru.remove(tail);
+        assert!(cold(&lru, FrameId(95)));
+        // made young, it is no longer cold
+        lru.touch(FrameId(95), 5000);
+        assert!(!cold(&lru, FrameId(95)));
+        assert!(!cold(&lru, tail), "a removed page");
     }
 
     #[test]

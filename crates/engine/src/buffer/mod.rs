@@ -239,6 +239,8 @@ pub struct PoolCounters {
     /// Clean -> dirty transitions (pages newly dirtied).
     pub pages_dirtied: AtomicU64,
     pub lru_evictions: AtomicU64,
+    /// Clean cold pages dropped so that a change could be buffered instead of dirtying them.
+    pub cold_drops: AtomicU64,
     pub read_ahead_pages: AtomicU64,
     pub read_ahead_evicted_unused: AtomicU64,
     /// Batches written through the sink (each ends with a data file sync).
@@ -269,6 +271,7 @@ pub struct PoolStatus {
     pub free_frame_wait_us: u64,
     pub pages_dirtied: u64,
     pub lru_evictions: u64,
+    pub cold_drops: u64,
     pub read_ahead_pages: u64,
     pub read_ahead_evicted_unused: u64,
     /// Pages changed while being written: still dirty after the write, from a newer LSN.
@@ -655,6 +658,7 @@ impl BufferPool {
         s.free_frame_wait_us = ld(&c.free_frame_wait_us);
         s.pages_dirtied = ld(&c.pages_dirtied);
         s.lru_evictions = ld(&c.lru_evictions);
+        s.cold_drops = ld(&c.cold_drops);
         s.read_ahead_pages = ld(&c.read_ahead_pages);
         s.read_ahead_evicted_unused = ld(&c.read_ahead_evicted_unused);
         s.pages_redirtied_in_write = ld(&c.pages_redirtied_in_write);

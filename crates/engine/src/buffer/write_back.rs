@@ -399,6 +399,15 @@ impl BufferPool {
     /// it young during the write (InnoDB frees an LRU-flushed page when its write completes,
     /// checking only that it can be relocated): the cost is one read at worst.
     fn free_if_clean(&self, k: usize, st: &mut super::InstState, fid: FrameId) -> bool {
+        let freed = self.unmap_clean(k, st, fid);
+        if freed {
+            self.counters.lru_evictions.fetch_add(1, Ordering::Relaxed);
+        }
+        freed
+    }
+
+    /// [`Self::free_if_clean`] without counting it.
+    fn unmap_clean(&self, k: usize, st: &mut super::InstState, fid: FrameId) -> bool {
         let m = st.meta(fid);
         if m.page.is_none() || m.oldest_lsn != Lsn(0) || m.io_busy {
             return false;
@@ -409,7 +418,34 @@ impl BufferPool {
         st.lru.remove(fid);
         st.meta_mut(fid).page = PageId::NONE;
         st.free.push(fid);
-        self.counters.lru_evictions.fetch_add(1, Ordering::Relaxed);
+        true
+    }
+
+    /// Drops page `pid` from the pool, without writing anything, if it is clean, no one pins
+    /// it, no batch is writing it, and the LRU counts it cold (`Lru::is_cold`: in the old
+    /// sublist, in a pool that has evicted since the page came to the midpoint). True when the
+    /// page is not in the pool on return. The change buffer asks this before it applies a change to a
+    /// cached leaf: dirtying a clean page the LRU is about to evict costs a whole page write
+    /// for that one change, where a buffered change is merged with the leaf's others when the
+    /// leaf is next read (ibuf.rs, `Tree::buffer_at`).
+    pub fn drop_if_cold(&self, pid: PageId) -> bool {
+        let k = self.instance_of(pid);
+        let inst = &self.instances[k];
+        match inst.lookup(pid) {
+            None => return true,
+            Some(fid) if !inst.hints.may_be_cold(fid.offset_from(inst.base)) => return false,
+            Some(_) => {}
+        }
+        let mut st = inst.state.lock();
+        let Some(fid) = inst.lookup(pid) else {
+            return true;
+        };
+        if st.meta(fid).page != pid || !st.lru.is_cold(fid) || !self.unmap_clean(k, &mut st, fid) {
+            return false;
+        }
+        drop(st);
+        self.counters.cold_drops.fetch_add(1, Ordering::Relaxed);
+        self.notify_frames_freed();
         true
     }
 }
