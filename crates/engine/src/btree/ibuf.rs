@@ -8,9 +8,7 @@
 //! `Lru::is_cold`) drops the leaf from the pool (a clean page costs nothing to drop) and is
 //! buffered. Applied directly, the change would dirty a page the LRU is about to evict, and
 //! that page would then be written for the one change; buffered, it is merged with the leaf's
-//! other changes when the leaf is next read. On the insert benchmark's l.i1 with 16 clients
-//! over a 64 MiB pool this took the pages written per row inserted from 1.27 to 1.07
-//! (docs/measurements.md, "Cold cached leaves").
+//! other changes when the leaf is next read (docs/measurements.md, "Cold cached leaves").
 //!
 //! **Which tables.** Only key-set trees ([`Tree::key_set`], made by
 //! `Database::create_index_table`): every value is empty, a put inserts a key the table does
