@@ -864,7 +864,7 @@ impl Tree {
         // applying it would cost a whole page write for one change of a page the LRU is about
         // to evict, while a buffered change is merged with the leaf's others when the leaf is
         // next read. Where the data fits the pool nothing is cold (`Lru::is_cold`).
-        if cx.pool.is_resident(pid) && !cx.pool.drop_if_cold(pid) {
+        if !cx.pool.drop_if_cold(pid) {
             return Ok(false); // the common case, without the stripe
         }
         let _stripe = ib.stripe(pid).lock();
