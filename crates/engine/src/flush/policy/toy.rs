@@ -281,7 +281,7 @@ mod tests {
             let mut pol = make(FlushPolicy::Steady);
             let o = run(pol.as_mut(), &p, &phases);
             println!("[{label}] {}", o.row("steady"));
-            // The set point sits at 92% of the async point, so a burst may pass the async
+            // The set point sits at 85% of the async point, so a burst may pass the async
             // point briefly (where the delay climbs towards the sync point's); never the sync
             // point.
             assert_eq!(o.ticks_at_sync, 0, "{label}: reached the sync point");
