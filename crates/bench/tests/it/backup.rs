@@ -70,6 +70,13 @@ impl Storage for Holding {
     }
 }
 
+/// Transactions the clients have committed so far.
+fn done(recs: &[Mutex<Recorder>]) -> u64 {
+    recs.iter()
+        .map(|r| r.lock().kinds.iter().map(|k| k.ok).sum::<u64>())
+        .sum()
+}
+
 fn set(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
     pairs
         .iter()
@@ -96,12 +103,9 @@ fn backup_during_tpcc(
     meta.fresh = false;
     meta.write(&d).expect("meta");
     let shared = clients_on(&d, &meta);
-    let recs: Vec<Mutex<Recorder>> = (0..clients).map(|_| Mutex::new(Recorder::new(5))).collect();
-    let done = |recs: &[Mutex<Recorder>]| -> u64 {
-        recs.iter()
-            .map(|r| r.lock().kinds.iter().map(|k| k.ok).sum::<u64>())
-            .sum()
-    };
+    // shared with the target's hook, which outlives this frame's borrows
+    let recs: Arc<Vec<Mutex<Recorder>>> =
+        Arc::new((0..clients).map(|_| Mutex::new(Recorder::new(5))).collect());
     let during = AtomicU64::new(0);
     let rate_before = Mutex::new(0.0);
     let (report, acked_before) = std::thread::scope(|s| {
@@ -122,37 +126,20 @@ fn backup_during_tpcc(
         } else {
             std::fs::create_dir_all(dest).expect("target directory");
             let inner = FileStorage::new(dest, Default::default()).expect("target storage");
-            let recs = &recs;
-            // The hook is 'static; the clients' recorders are not, so it reads a counter the
-            // waiting loop below keeps current.
-            let seen = Arc::new(AtomicU64::new(0));
-            let target_seen = seen.clone();
+            let recs = recs.clone();
             let hook = move || {
-                let want = target_seen.load(Ordering::Acquire) + hold;
+                let want = done(&recs) + hold;
                 let until = Instant::now() + Duration::from_secs(60);
-                while target_seen.load(Ordering::Acquire) < want && Instant::now() < until {
+                while done(&recs) < want && Instant::now() < until {
                     std::thread::sleep(Duration::from_millis(2));
                 }
             };
-            let stop_watch = AtomicU64::new(0);
-            std::thread::scope(|s2| {
-                let watch = s2.spawn(|| {
-                    while stop_watch.load(Ordering::Acquire) == 0 {
-                        seen.store(done(recs), Ordering::Release);
-                        std::thread::sleep(Duration::from_millis(1));
-                    }
-                });
-                let r = d
-                    .database()
-                    .backup_to_storage(Arc::new(Holding {
-                        inner,
-                        hook: Box::new(hook),
-                    }))
-                    .expect("backup");
-                stop_watch.store(1, Ordering::Release);
-                watch.join().expect("watcher");
-                r
-            })
+            d.database()
+                .backup_to_storage(Arc::new(Holding {
+                    inner,
+                    hook: Box::new(hook),
+                }))
+                .expect("backup")
         };
         during.store(done(&recs) - before, Ordering::Relaxed);
         shared.stop.store(true, Ordering::Relaxed);
