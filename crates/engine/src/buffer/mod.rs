@@ -580,7 +580,6 @@ impl BufferPool {
         &self.health
     }
 
-    /// Sets what a reader calls when it finds no free frame (once; later calls are ignored).
     /// The LRU cleaner put frames on a free list: wakes the readers waiting for one.
     pub(super) fn notify_frames_freed(&self) {
         *self.frames_freed.0.lock() += 1;
@@ -600,6 +599,7 @@ impl BufferPool {
         }
     }
 
+    /// Sets what a reader calls when it finds no free frame (once; later calls are ignored).
     pub fn set_free_frame_waker(&self, f: Box<dyn Fn() + Send + Sync>) {
         let _ = self.free_frame_waker.set(f);
     }

@@ -37,7 +37,8 @@
 //!   sp to the async point holds 32 commits' redo or more: writing transactions are admitted
 //!   on an even schedule whose rate a PI controller sets on the log in use, around its own set
 //!   point a quarter of the way from sp to the async point ([`Steady::pace`]); the curve then
-//!   keeps only its age terms.
+//!   keeps only its age terms. Pacing ends when the clients stay under it, or when the flush
+//!   rate stays under half the device's, for 5 s.
 //!
 //! Why this law does not oscillate or starve the log, what sets each constant, and how it
 //! differs from the classic policies: docs/design.md, "steady: the law, its inputs, and why it
@@ -105,6 +106,16 @@ const PACE_RELEASE_S: f64 = 5.0;
 const PACE_MIN_COMMITS_IN_BAND: f64 = 32.0;
 /// The time over which the commit rate is averaged.
 const COMMITS_AVG_S: f64 = 1.0;
+/// Pacing also ends when the flush-list rate has stayed under this share of what the device
+/// absorbs for [`PACE_RELEASE_S`]: the pace may hold the log only where the flush rate is
+/// pinned at the device, and a flush rate well under it says the device is not the limit.
+/// Without this, a pace engaged at a passing overload (a cold pool at the start of a run)
+/// could settle far below what the device sustains: the flush rate holds `u` at sp only
+/// through its own proportional and integral terms, and where those write little more than
+/// the feed-forward, `u` sat at sp_pace, the pace's error at 0, and the pace at a third of the
+/// device's rate, rising a few percent a second (docs/measurements.md, "A pace engaged at a
+/// cold start").
+const PACE_IDLE_FRAC: f64 = 0.5;
 
 #[derive(Clone, Debug, Default)]
 pub struct Steady {
@@ -117,6 +128,10 @@ pub struct Steady {
     /// The pace of the last loop, and how long the clients have stayed under it.
     pace: f64,
     slack_s: f64,
+    /// How long, while pacing, the flush-list rate has stayed under [`PACE_IDLE_FRAC`] of the
+    /// device's rate, and that share in the last loop's plan.
+    idle_s: f64,
+    flush_share: f64,
     /// Commits per second, averaged over about a second of loops (loops last 10 ms to 1 s).
     commits: f64,
 }
@@ -248,6 +263,7 @@ impl Steady {
             }
             self.pace_i = commits;
             self.slack_s = 0.0;
+            self.idle_s = 0.0;
         } else {
             let binds = commits >= PACE_BINDS * self.pace;
             if !binds && x < 0.0 {
@@ -255,7 +271,12 @@ impl Steady {
             } else {
                 self.slack_s = 0.0;
             }
-            if self.slack_s >= PACE_RELEASE_S {
+            if self.flush_share < PACE_IDLE_FRAC {
+                self.idle_s += dt;
+            } else {
+                self.idle_s = 0.0;
+            }
+            if self.slack_s >= PACE_RELEASE_S || self.idle_s >= PACE_RELEASE_S {
                 return self.stop_pacing();
             }
             // anti-windup: the integral rises only while the pace binds, so a pace the clients
@@ -309,6 +330,11 @@ impl Steady {
             // idle log: let the pages trickle out
             rate = rate.max((inp.io_capacity as f64).min(cap));
         }
+        self.flush_share = if cap.is_finite() && cap > 0.0 {
+            rate / cap
+        } else {
+            0.0
+        };
         rate
     }
 }
@@ -513,6 +539,34 @@ mod tests {
         let mut big = i.clone();
         big.commits_per_s = 8.0;
         assert_eq!(Steady::default().plan(&big).pace_per_s, 0.0);
+    }
+
+    #[test]
+    fn a_pace_ends_when_the_flush_rate_leaves_the_device_idle() {
+        // engaged where the device could not keep up (500 pages/s against a demand of 1000)
+        let mut i = with_age(pace_setpoint(&base()).round() as u64);
+        i.device_pages_per_s = 500.0;
+        let mut p = Steady::default();
+        let pace = p.plan(&i).pace_per_s;
+        assert!(pace > 0.0);
+        // the device still the limit, the clients at the pace, the log at its set point: the
+        // flush rate is pinned at the device and the pace holds
+        let mut q = p.clone();
+        let paces: Vec<f64> = (0..10).map(|_| q.plan(&i).pace_per_s).collect();
+        assert!(paces.iter().all(|&x| x > 0.0), "{paces:?}");
+        // the same, but the device absorbs 5000 pages/s and the flush rate uses a fifth of it:
+        // the clients still reach the pace and the log is not under its set point, so only the
+        // idle device says that the pace is what limits them; it ends after 5 s
+        i.device_pages_per_s = 5_000.0;
+        let plans: Vec<(u64, f64)> = (0..8)
+            .map(|_| {
+                let plan = p.plan(&i);
+                (plan.flush_list_pages, plan.pace_per_s)
+            })
+            .collect();
+        assert!(plans.iter().all(|&(n, _)| n < 2_750), "{plans:?}");
+        assert!(plans[0].1 > 0.0 && plans[3].1 > 0.0, "{plans:?}");
+        assert_eq!(plans[7].1, 0.0, "{plans:?}");
     }
 
     #[test]
