@@ -353,7 +353,8 @@ fn a_guess_into_a_frame_reused_by_another_page_is_refused() {
     // (not every one: the LRU cleaner keeps frames free in this small pool, so some of a's
     // leaves are evicted again meanwhile, and their guesses fail as they should; on a busy
     // machine it can evict all of them between two passes, so a pass whose guesses all
-    // failed, and were replaced, is followed by another, three at most)
+    // failed, and were replaced, is followed by another, ten at most: three were not enough
+    // once in CI, with 1,173 failed guesses and no hit)
     let mut c2;
     let mut passes = 0;
     loop {
@@ -362,7 +363,7 @@ fn a_guess_into_a_frame_reused_by_another_page_is_refused() {
             assert_eq!(get(&db, &a, &key16(i)), Some(val(i, 100)), "key {i} of a");
         }
         c2 = counts(&db);
-        if c2.hits > c1.hits || passes == 3 {
+        if c2.hits > c1.hits || passes == 10 {
             break;
         }
     }
