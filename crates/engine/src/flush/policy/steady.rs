@@ -128,10 +128,9 @@ pub struct Steady {
     /// The pace of the last loop, and how long the clients have stayed under it.
     pace: f64,
     slack_s: f64,
-    /// How long, while pacing, the flush-list rate has stayed under [`PACE_IDLE_FRAC`] of the
-    /// device's rate, and that share in the last loop's plan.
+    /// How long, while pacing, the flush-list rate has stayed under [`PACE_IDLE_FRAC`] of its
+    /// cap.
     idle_s: f64,
-    flush_share: f64,
     /// Commits per second, averaged over about a second of loops (loops last 10 ms to 1 s).
     commits: f64,
 }
@@ -244,7 +243,8 @@ impl Steady {
     /// of an integrating plant: at about 150 commits/s of 50 KB of redo over an 8 MiB band, a
     /// time constant of about 2.5 s and damping about 0.7. The estimate of what the device sustains (commits x device /
     /// feed-forward) is not used: its noise from loop to loop would move the pace with it.
-    fn pace(&mut self, inp: &FlushInputs) -> f64 {
+    /// `flush_share` is this loop's flush-list rate over its cap (0 with no cap known).
+    fn pace(&mut self, inp: &FlushInputs, flush_share: f64) -> f64 {
         let dev = device_rate(inp);
         let dt = loop_s(inp).min(1.0);
         self.commits += (sane(inp.commits_per_s) - self.commits) * (dt / COMMITS_AVG_S).min(1.0);
@@ -271,7 +271,7 @@ impl Steady {
             } else {
                 self.slack_s = 0.0;
             }
-            if self.flush_share < PACE_IDLE_FRAC {
+            if flush_share < PACE_IDLE_FRAC {
                 self.idle_s += dt;
             } else {
                 self.idle_s = 0.0;
@@ -330,11 +330,6 @@ impl Steady {
             // idle log: let the pages trickle out
             rate = rate.max((inp.io_capacity as f64).min(cap));
         }
-        self.flush_share = if cap.is_finite() && cap > 0.0 {
-            rate / cap
-        } else {
-            0.0
-        };
         rate
     }
 }
@@ -354,7 +349,14 @@ impl Policy for Steady {
         } else {
             loop_s(inp)
         };
-        let pages = self.rate(inp) * span + self.carry;
+        let rate = self.rate(inp);
+        let cap = device_rate(inp) * PROBE;
+        let flush_share = if cap.is_finite() && cap > 0.0 {
+            rate / cap
+        } else {
+            0.0
+        };
+        let pages = rate * span + self.carry;
         let whole = pages.floor();
         let mut n = whole as u64;
         self.carry = (pages - whole).clamp(0.0, 1.0);
@@ -365,7 +367,7 @@ impl Policy for Steady {
             n = inp.dirty_pages;
             self.carry = 0.0;
         }
-        let pace = self.pace(inp);
+        let pace = self.pace(inp, flush_share);
         let curve = admission_curve(inp, pace > 0.0);
         FlushPlan {
             flush_list_pages: n,
