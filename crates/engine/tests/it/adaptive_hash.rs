@@ -293,7 +293,7 @@ fn gets_under_concurrent_writes_agree_with_the_history() {
 /// their frames are taken by b's pages, then a's leaves come back in other frames (some of
 /// them frames that held other leaves of a). Every get still answers a's own value, the
 /// guesses into frames that now hold other pages (or none) fail and are replaced, and the
-/// next round of gets uses the new guesses.
+/// next get of each key uses its new guess.
 #[test]
 fn a_guess_into_a_frame_reused_by_another_page_is_refused() {
     let mut o = opts(4096, 1 << 20); // 256 frames
