@@ -109,12 +109,13 @@ const COMMITS_AVG_S: f64 = 1.0;
 /// Pacing also ends when the flush-list rate has stayed under this share of its cap (1.1 x
 /// what the device absorbs, or `write_cap_pages_per_s`) for [`PACE_RELEASE_S`]: the pace may
 /// hold the log only where the flush rate is pinned at the device, and a flush rate well under
-/// it says the device is not the limit. Without this, a pace engaged at a passing overload (a slow first second of a run, a
-/// neighbour's burst of writes) could settle far below what the device sustains: the flush
-/// rate holds `u` at sp only through its own proportional and integral terms, and where those
-/// write little more than the feed-forward, `u` sat at sp_pace, the pace's error at 0, and the
-/// pace at a quarter of the rate the device sustains, rising a few percent a second
-/// (docs/measurements.md, "A pace engaged at a passing overload").
+/// it says the device is not the limit. Without this, a pace engaged at a passing overload (a
+/// slow first second of a run, a neighbour's burst of writes) could settle far below what the
+/// device sustains: the flush rate holds `u` at sp only through its own proportional and
+/// integral terms, and where those write little more than the feed-forward, `u` sat at
+/// sp_pace, the pace's error at 0, and the pace at a quarter of the rate the device sustains,
+/// rising a few percent a second (docs/measurements.md, "A pace engaged at a passing
+/// overload").
 const PACE_IDLE_FRAC: f64 = 0.5;
 
 #[derive(Clone, Debug, Default)]

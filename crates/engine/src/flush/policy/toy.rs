@@ -135,7 +135,8 @@ struct State {
     redo_hist: Vec<f64>,
     new_dirty_last: f64,
     flushed_last: f64,
-    forced_last: f64,
+    /// Pages committing threads wrote for room last second (the engine's foreground flushing).
+    room_last: f64,
     dpb: f64,
     txns_last: f64,
 }
@@ -178,7 +179,7 @@ fn inputs(p: &Params, s: &State) -> FlushInputs {
         lru_scan_depth: 0,
         write_cap_pages_per_s: 0,
         lru_flushed_last: 0,
-        foreground_flushed_last: s.forced_last as u64,
+        foreground_flushed_last: s.room_last as u64,
         dirty_age_mean: 0.0,
         doublewrite: true,
     }
@@ -209,7 +210,7 @@ pub fn run(policy: &mut dyn Policy, p: &Params, phases: &[(usize, f64)]) -> Outc
         redo_hist: Vec::new(),
         new_dirty_last: 0.0,
         flushed_last: 0.0,
-        forced_last: 0.0,
+        room_last: 0.0,
         dpb: 0.0,
         txns_last: 0.0,
     };
@@ -232,7 +233,7 @@ pub fn run(policy: &mut dyn Policy, p: &Params, phases: &[(usize, f64)]) -> Outc
                 (rate, delay_us)
             };
             let share = plan.flush_list_pages as f64 / TICKS as f64;
-            let (mut txns, mut redo, mut flushed, mut forced) = (0.0, 0.0, 0.0, 0.0);
+            let (mut txns, mut redo, mut flushed, mut room) = (0.0, 0.0, 0.0, 0.0);
             s.new_dirty_last = 0.0;
             for _ in 0..TICKS {
                 // the page cleaner: the plan's share, at least io_capacity_max past async
@@ -249,15 +250,15 @@ pub fn run(policy: &mut dyn Policy, p: &Params, phases: &[(usize, f64)]) -> Outc
                 // as far as the room then reaches
                 let (rate, delay_us) = rate_at(s.age);
                 out.max_delay_us = out.max_delay_us.max(delay_us);
-                let want = rate * dt;
-                if s.age + want * p.redo_per_txn > sync_pt {
+                let asked = rate * dt;
+                if s.age + asked * p.redo_per_txn > sync_pt {
                     out.ticks_at_sync += 1;
                     let g = (budget - f).max(0.0).min(s.dirty);
-                    forced += g;
+                    room += g;
                     out.room_pages += g;
                     write_oldest(&mut s, g);
                 }
-                let t = want.min(((sync_pt - s.age) / p.redo_per_txn).max(0.0));
+                let t = asked.min(((sync_pt - s.age) / p.redo_per_txn).max(0.0));
                 let r = t * p.redo_per_txn;
                 let nd = t * p.pages_per_txn * (1.0 - s.dirty / pool).max(0.0);
                 s.lsn += r;
@@ -273,7 +274,7 @@ pub fn run(policy: &mut dyn Policy, p: &Params, phases: &[(usize, f64)]) -> Outc
                 s.dpb = s.new_dirty_last / redo;
             }
             s.flushed_last = flushed;
-            s.forced_last = forced;
+            s.room_last = room;
             s.txns_last = txns;
             out.tput.push(txns);
             out.age_frac.push(s.age / cap);
