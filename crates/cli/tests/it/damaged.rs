@@ -123,8 +123,13 @@ fn a_crashed_database_is_refused_by_the_read_only_commands_until_recovered() {
     loaded(d, 300);
     // mark the header unclean, as a killed process leaves it: the shutdown flag is what the
     // commands read, and `recover` must then run recovery
+    // the kill comes once the load has acknowledged the row's commit (its --ack-file, kept
+    // outside the database's directory), however long the process takes to start
+    let acks = tempfile::tempdir().expect("tempdir");
+    let ack = acks.path().join("ack");
     let mut torture = Command::new(env!("CARGO_BIN_EXE_evenkeel"))
-        .args(["load", arg(d), "-t", "t", "--batch", "1"])
+        .args(["load", arg(d), "-t", "t", "--batch", "1", "--ack-file"])
+        .arg(&ack)
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -135,7 +140,14 @@ fn a_crashed_database_is_refused_by_the_read_only_commands_until_recovered() {
         let mut stdin = torture.stdin.take().expect("stdin");
         stdin.write_all(b"crash\tme\n").expect("feed");
         stdin.flush().expect("flush");
-        std::thread::sleep(std::time::Duration::from_millis(700));
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while !std::fs::read_to_string(&ack).is_ok_and(|a| a.lines().any(|l| l.trim() == "1")) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the load did not acknowledge its commit in 60 s"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
         let _ = torture.kill();
         let _ = torture.wait();
     }
