@@ -188,9 +188,7 @@ impl DbInner {
         // keep the durability state, which owns the pool, alive)
         let weak = Arc::downgrade(&self.dur);
         self.pool.set_free_frame_waker(Box::new(move || {
-            if let Some(d) = weak.upgrade() {
-                d.wake_lru();
-            }
+            weak.upgrade().is_some_and(|d| d.wake_lru())
         }));
         Ok(())
     }

@@ -14,11 +14,15 @@ use std::time::{Duration, Instant};
 
 /// Dirty pages a user thread writes at once when it finds no clean page to evict.
 const FOREGROUND_FLUSH_BATCH: usize = 32;
-/// How long a reader with no free frame waits for the LRU cleaner to free one before it
-/// writes dirty tail pages itself. The cleaner writes up to write_io_threads doublewrite
-/// batches at once and frees each as it completes (a few ms); a reader that waited this long
-/// finds the cleaner behind the reads, and its own batch adds a writer.
-const CLEANER_WAIT_MAX: Duration = Duration::from_millis(20);
+/// A reader with no free frame waits for the LRU cleaner as long as the cleaner frees frames
+/// (any reader's), and writes dirty tail pages itself only when the cleaner has freed none
+/// for this long: the cleaner is stuck behind a stalled device or a failed write, where a
+/// reader's own batch is the only way on. Writing sooner does not get a frame sooner where
+/// the device is the limit: the reader's batch (a doublewrite write, two fsyncs, the in-place
+/// writes) queues behind the cleaner's on the same device, and takes device time from it.
+/// MariaDB 10.5 and later removed InnoDB's single-page flush by user threads for the same
+/// reason (`buf_LRU_get_free_block` waits for the page cleaner instead).
+const CLEANER_STALLED: Duration = Duration::from_secs(1);
 /// One wait for the cleaner's next freed batch, before the reader looks again.
 const CLEANER_WAIT_STEP: Duration = Duration::from_millis(2);
 
@@ -277,6 +281,9 @@ impl BufferPool {
     ) -> Result<Option<FrameId>> {
         let inst = &self.instances[k];
         let mut waited: Option<Instant> = None;
+        // when this reader last saw the LRU cleaner free a frame (or began to wait)
+        let mut progress = Instant::now();
+        let mut cleaner = true;
         let mut tries = 0u32;
         loop {
             if let Some(fid) = st.free.pop() {
@@ -297,15 +304,22 @@ impl BufferPool {
                     .free_frame_waits
                     .fetch_add(1, Ordering::Relaxed);
             }
-            let since = waited.map_or(Duration::ZERO, |t| t.elapsed());
-            if !dirty_victims.is_empty() && since < CLEANER_WAIT_MAX {
+            if !dirty_victims.is_empty() && cleaner && progress.elapsed() < CLEANER_STALLED {
                 // Ask the LRU cleaner and wait for the frames it frees: writing here is what
                 // the LRU cleaner exists to avoid (counted and timed as a wait).
                 if let Some(wake) = self.free_frame_waker.get() {
                     let mark = self.frames_freed_mark();
                     drop(st);
-                    wake();
-                    self.wait_frames_freed(mark, CLEANER_WAIT_STEP);
+                    if wake() {
+                        self.wait_frames_freed(mark, CLEANER_WAIT_STEP);
+                        if self.frames_freed_mark() != mark {
+                            progress = Instant::now();
+                        }
+                        st = inst.state.lock();
+                        continue;
+                    }
+                    // no LRU cleaner runs: look again (the mutex was released), then write
+                    cleaner = false;
                     st = inst.state.lock();
                     continue;
                 }

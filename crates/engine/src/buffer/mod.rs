@@ -356,8 +356,8 @@ pub struct BufferPool {
     ra_threshold: AtomicU32,
     ra_queue: Mutex<Option<crossbeam::channel::Sender<PageId>>>,
     /// Called when a reader finds no free frame and no clean page near the LRU tail: wakes
-    /// the LRU cleaner before the reader falls back to writing pages itself.
-    free_frame_waker: std::sync::OnceLock<Box<dyn Fn() + Send + Sync>>,
+    /// the LRU cleaner, and says whether one runs (false: the reader writes pages itself).
+    free_frame_waker: std::sync::OnceLock<Box<dyn Fn() -> bool + Send + Sync>>,
     /// Counts the LRU cleaner's additions to the free lists; a reader waiting for a frame
     /// waits on the condvar for it to move.
     frames_freed: (Mutex<u64>, parking_lot::Condvar),
@@ -600,7 +600,7 @@ impl BufferPool {
     }
 
     /// Sets what a reader calls when it finds no free frame (once; later calls are ignored).
-    pub fn set_free_frame_waker(&self, f: Box<dyn Fn() + Send + Sync>) {
+    pub fn set_free_frame_waker(&self, f: Box<dyn Fn() -> bool + Send + Sync>) {
         let _ = self.free_frame_waker.set(f);
     }
 

@@ -20,7 +20,9 @@
 //! The target (free frames per instance) comes from the flush policy's plan each cleaner loop.
 //! Sleep adapts to how far the free lists are from it: none while below a quarter, halved
 //! while below the target, doubled up to 100 ms while at or above it; and a reader that found
-//! no free frame wakes it at once.
+//! no free frame wakes it at once. Readers wait for it rather than write pages themselves
+//! while it frees frames (buffer/fetch.rs, `take_free_frame`): user threads write for a free
+//! frame only when it has freed none for a second, or does not run.
 
 use super::{Durability, FLUSH_BATCH_PAGES};
 use std::sync::atomic::Ordering;
@@ -46,11 +48,12 @@ pub fn next_sleep(prev: Duration, free: u64, target: u64) -> Duration {
 }
 
 pub fn run(dur: Arc<Durability>) {
+    let _running = dur.lru_running_guard();
     let mut sleep = SLEEP_MAX;
     loop {
-        if !dur.lru_sleep(sleep) {
+        let Some(woken) = dur.lru_sleep(sleep) else {
             return;
-        }
+        };
         // At least one batch per instance (a reader that wakes the cleaner is waiting for
         // it), but never over a quarter of an instance's frames, like the plan's target.
         let instances = dur.pool.instance_count() as u64;
@@ -61,7 +64,10 @@ pub fn run(dur: Arc<Durability>) {
             .max((FLUSH_BATCH_PAGES as u64).min(quarter));
         let free = dur.pool.status().pages_free;
         sleep = next_sleep(sleep, free, per_inst * instances);
-        if per_inst == 0 || free >= per_inst * instances {
+        // A reader waiting for a frame gets a pass even when the free frames summed over the
+        // instances reach the target: its own instance may have none (lru_clean fills each
+        // instance to the target, and skips those at it).
+        if per_inst == 0 || (free >= per_inst * instances && !woken) {
             continue;
         }
         let (depth, writers) = {

@@ -118,6 +118,9 @@ pub struct Durability {
     pub write_concurrency: concurrency::WriteConcurrency,
     lru_wake: Mutex<bool>,
     lru_wake_cv: Condvar,
+    /// The LRU cleaner's thread is running (set by it on start, cleared when it returns): a
+    /// reader waits for it only while it runs.
+    lru_running: std::sync::atomic::AtomicBool,
     /// Old row versions kept for read views (the per-second sample reports the history).
     pub versions: Arc<crate::mvcc::VersionStore>,
     /// Per-second samples recorded by the cleaner (the last hour).
@@ -153,6 +156,7 @@ impl Durability {
             write_concurrency,
             lru_wake: Mutex::new(false),
             lru_wake_cv: Condvar::new(),
+            lru_running: std::sync::atomic::AtomicBool::new(false),
             versions: crate::mvcc::VersionStore::new(history_limit),
             samples: Mutex::new(std::collections::VecDeque::new()),
             counters: FlushCounters::default(),
@@ -655,21 +659,33 @@ impl Durability {
             .inspect_err(|e| self.poison(e))
     }
 
-    /// Wakes the LRU cleaner (a reader found no free frame).
-    pub fn wake_lru(&self) {
+    /// Wakes the LRU cleaner (a reader found no free frame). False when no LRU cleaner runs
+    /// (not started, stopping, or stopped on an error): then nobody will free a frame for
+    /// the reader, and it writes one itself.
+    pub fn wake_lru(&self) -> bool {
         let mut w = self.lru_wake.lock();
         *w = true;
         self.lru_wake_cv.notify_one();
+        drop(w);
+        self.lru_running.load(Ordering::Acquire) && !self.stop.load(Ordering::Acquire)
     }
 
-    /// The LRU cleaner's sleep: up to `d`, or until woken; false when asked to stop.
-    fn lru_sleep(&self, d: Duration) -> bool {
+    /// Marks the LRU cleaner's thread as running until the returned guard drops (on any
+    /// return from its loop, an error's included).
+    pub(crate) fn lru_running_guard(&self) -> LruRunning<'_> {
+        self.lru_running.store(true, Ordering::Release);
+        LruRunning(self)
+    }
+
+    /// The LRU cleaner's sleep: up to `d`, or until woken. None when asked to stop, else
+    /// whether a reader woke it.
+    fn lru_sleep(&self, d: Duration) -> Option<bool> {
         let mut w = self.lru_wake.lock();
         if !*w && !self.stop.load(Ordering::Acquire) && !d.is_zero() {
             self.lru_wake_cv.wait_for(&mut w, d);
         }
-        *w = false;
-        !self.stop.load(Ordering::Acquire)
+        let woken = std::mem::replace(&mut *w, false);
+        (!self.stop.load(Ordering::Acquire)).then_some(woken)
     }
 
     pub fn wake_flusher(&self) {
@@ -802,6 +818,15 @@ pub struct Reservation<'a> {
 impl Drop for Reservation<'_> {
     fn drop(&mut self) {
         self.dur.reserved.fetch_sub(self.bytes, Ordering::AcqRel);
+    }
+}
+
+/// While alive, the LRU cleaner is running ([`Durability::lru_running_guard`]).
+pub(crate) struct LruRunning<'a>(&'a Durability);
+
+impl Drop for LruRunning<'_> {
+    fn drop(&mut self) {
+        self.0.lru_running.store(false, Ordering::Release);
     }
 }
 

@@ -110,6 +110,57 @@ fn lru_cleaning_and_samples() {
     assert!(st.buffer.evictions + st.buffer.lru_evictions > 0);
 }
 
+/// A reader that finds no free frame and only dirty pages at the LRU tail waits for the LRU
+/// cleaner while it frees frames, and writes no page itself, even where every doublewrite
+/// batch takes longer than readers used to wait (two fsyncs of 30 ms each, against 20 ms).
+#[test]
+fn readers_wait_for_the_lru_cleaner_instead_of_writing_pages() {
+    let mut o = opts(4096, 64 * 4096);
+    o.set("log_file_size", "4M").unwrap();
+    // commits do not wait for the slow fsync: the writer dirties pages faster than the
+    // cleaners write them
+    o.set("flush_log_at_trx_commit", "2").unwrap();
+    let (sim, db) = sim_db(o);
+    let n = 20_000u64;
+    let t = load(&db, n, 100);
+    sim.set_sync_latency(Duration::from_millis(30));
+    std::thread::scope(|s| {
+        // one writer keeps the pool's pages dirty, two readers miss all over the table
+        for w in 0..3u64 {
+            let (db, t) = (db.clone(), t.clone());
+            s.spawn(move || {
+                for j in 0..600u64 {
+                    let i = (j * 7_919 + w * 6_007) % n;
+                    if w == 0 {
+                        let mut txn = db.begin();
+                        for k in 0..20 {
+                            let i = (i + k * 997) % n;
+                            txn.put(&t, &key16(i), &val(i + 1, 100)).unwrap();
+                        }
+                        txn.commit().unwrap();
+                    } else {
+                        assert!(db.begin().get(&t, &key16(i)).unwrap().is_some());
+                    }
+                }
+            });
+        }
+    });
+    sim.set_sync_latency(Duration::ZERO);
+    let st = db.status();
+    assert!(
+        st.buffer.free_frame_waits > 0,
+        "no reader found the LRU tail dirty, so nothing was tested: {:?}",
+        st.buffer
+    );
+    assert_eq!(
+        st.buffer.eviction_writes, 0,
+        "readers wrote pages for free frames: {:?}",
+        st.buffer
+    );
+    assert!(st.buffer.lru_evictions > 0, "{:?}", st.buffer);
+    assert_check(&db);
+}
+
 #[test]
 fn flush_neighbors_writes_adjacent_dirty_pages() {
     let mut o = opts(4096, 1024 * 4096);
