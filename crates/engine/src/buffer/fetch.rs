@@ -285,12 +285,14 @@ impl BufferPool {
         let mut progress = Instant::now();
         let mut cleaner = true;
         let mut tries = 0u32;
+        let mut deep = true;
         loop {
             if let Some(fid) = st.free.pop() {
                 self.count_wait(waited);
                 return Ok(Some(fid));
             }
-            let (clean_victim, dirty_victims) = self.scan_tail(&st);
+            let (clean_victim, dirty_victims) = self.scan_tail(&st, deep);
+            deep = false;
             if let Some(fid) = clean_victim {
                 if self.evict(k, &mut st, fid) {
                     self.count_wait(waited);
@@ -355,13 +357,32 @@ impl BufferPool {
     }
 
     /// The LRU tail (as deep as `lru_scan_depth`): the first unpinned clean page, and up to
-    /// FOREGROUND_FLUSH_BATCH unpinned dirty pages before it that no one is writing.
-    fn scan_tail(&self, st: &InstState) -> (Option<FrameId>, Vec<FrameId>) {
+    /// FOREGROUND_FLUSH_BATCH unpinned dirty pages before it that no one is writing. `deep`:
+    /// when the tail holds no clean page, look for one on through the rest of the old
+    /// sublist.
+    ///
+    /// Why deep, once per frame taken: dirty pages settle at the tail (the readers and the LRU
+    /// cleaner evict the clean ones around them, and the dirty ones wait to be written), so
+    /// on a device that is the limit the first `lru_scan_depth` frames can be all dirty while
+    /// clean pages lie just beyond them. Evicting one of those costs a scan; waiting for the
+    /// LRU cleaner's next batch costs a doublewrite write and two fsyncs on a busy device.
+    /// InnoDB's `buf_LRU_get_free_block` does the same from its second try on, over the
+    /// whole list; the old sublist is as far as this goes, so no page made young (touched
+    /// again after `old_blocks_time`) is evicted for it. Not on every retry: a reader that
+    /// waits rescans only the tail, so an old sublist without a clean page is walked once per
+    /// frame, not once per wait.
+    fn scan_tail(&self, st: &InstState, deep: bool) -> (Option<FrameId>, Vec<FrameId>) {
         let mut dirty_victims: Vec<FrameId> = Vec::new();
         let mut clean_victim = None;
-        // InnoDB's single-page flush scans only the tail; scanning the whole list under the
-        // mutex made every miss O(pool) and evicted hot internal pages under puts.
+        // The first pass scans only the tail, as InnoDB's first try does: scanning the whole
+        // list under the mutex on every miss made each miss O(pool) and evicted hot internal
+        // pages under puts.
         let depth = self.victim_scan_depth.load(Ordering::Relaxed) as usize;
+        let depth = if deep {
+            depth.max(st.lru.old_len())
+        } else {
+            depth
+        };
         for fid in st.lru.tail_iter(depth) {
             if self.frames[fid.index()].pin.load(Ordering::Acquire) != 0 {
                 continue;

@@ -191,7 +191,6 @@ impl Lru {
         self.young.len + self.old.len
     }
 
-    #[cfg(test)]
     pub fn old_len(&self) -> usize {
         self.old.len
     }

@@ -502,3 +502,44 @@ fn read_frame_races_evictions_and_frame_reuse_safely() {
     }
     assert_eq!(mapped + st.free.len(), 32);
 }
+
+/// A frame is taken from a clean page beyond a dirty LRU tail, within the old sublist, before
+/// any page is written for it: the first `lru_scan_depth` frames from the tail are all dirty,
+/// the next one is clean.
+#[test]
+fn a_clean_old_page_beyond_a_dirty_tail_is_evicted_before_any_write() {
+    let p = pool(32);
+    p.set_lru_scan_depth(4);
+    let pids: Vec<u32> = (100..132).collect();
+    dirty(&p, &pids);
+    // the cold end's first four frames stay dirty; every other page is written (clean)
+    let (tail, rest) = {
+        let st = p.instances[0].state.lock();
+        assert!(st.free.is_empty());
+        assert!(
+            st.lru.old_len() >= 5,
+            "the fifth frame from the tail is old"
+        );
+        let order: Vec<FrameId> = st.lru.tail_iter(32).collect();
+        let page = |f: &FrameId| st.meta(*f).page;
+        (
+            order[..5].iter().map(page).collect::<Vec<_>>(),
+            order[4..].to_vec(),
+        )
+    };
+    assert_eq!(p.flush_batch(&rest).unwrap(), 28);
+    let g = p.create(PageId(200)).unwrap();
+    drop(g);
+    let st = p.status();
+    assert_eq!(
+        st.eviction_writes, 0,
+        "a page was written for the frame: {st:?}"
+    );
+    assert!(
+        !p.is_resident(tail[4]),
+        "the clean page beyond the dirty tail was evicted"
+    );
+    for pid in &tail[..4] {
+        assert!(p.is_resident(*pid), "dirty page {pid:?} stays");
+    }
+}
