@@ -25,6 +25,10 @@ const FOREGROUND_FLUSH_BATCH: usize = 32;
 const CLEANER_STALLED: Duration = Duration::from_secs(1);
 /// One wait for the cleaner's next freed batch, before the reader looks again.
 const CLEANER_WAIT_STEP: Duration = Duration::from_millis(2);
+/// How far a reader looks for a clean page when the LRU tail holds none, in tail depths
+/// (`lru_scan_depth`): at the default 1,024, the old sublist of a pool up to about 11,000
+/// frames (173 MiB of 16 KiB pages), and 4,096 frames of a larger one.
+const DEEP_SCAN_TAILS: usize = 4;
 
 /// How many times a thread retries for a free frame when every frame is pinned, before it
 /// reports the pool as too small for the concurrency asked of it.
@@ -368,18 +372,18 @@ impl BufferPool {
     /// LRU cleaner's next batch costs a doublewrite write and two fsyncs on a busy device.
     /// InnoDB's `buf_LRU_get_free_block` does the same from its second try on, over the
     /// whole list; the old sublist is as far as this goes, so no page made young (touched
-    /// again after `old_blocks_time`) is evicted for it. Not on every retry: a reader that
-    /// waits rescans only the tail, so an old sublist without a clean page is walked once per
-    /// frame, not once per wait.
+    /// again after `old_blocks_time`) is evicted for it, and never more than
+    /// [`DEEP_SCAN_TAILS`] times the tail's depth, so a large pool's miss is not O(pool) under
+    /// the mutex. Not on every retry: a reader that waits rescans only the tail, so an old
+    /// sublist without a clean page is walked once per frame, not once per wait.
     fn scan_tail(&self, st: &InstState, deep: bool) -> (Option<FrameId>, Vec<FrameId>) {
         let mut dirty_victims: Vec<FrameId> = Vec::new();
         let mut clean_victim = None;
-        // The first pass scans only the tail, as InnoDB's first try does: scanning the whole
-        // list under the mutex on every miss made each miss O(pool) and evicted hot internal
-        // pages under puts.
+        // Never the whole list: scanning it under the mutex on every miss made each miss
+        // O(pool) and evicted hot internal pages under puts.
         let depth = self.victim_scan_depth.load(Ordering::Relaxed) as usize;
         let depth = if deep {
-            depth.max(st.lru.old_len())
+            depth.max(st.lru.old_len().min(depth * DEEP_SCAN_TAILS))
         } else {
             depth
         };
