@@ -96,7 +96,7 @@ impl<'a> KeyReader<'a> {
             .iter()
             .position(|&c| c == 0)
             .ok_or_else(|| CodecError("key string without terminator".into()))?;
-        let s = String::from_utf8_lossy(self.take(end)?).into_owned();
+        let s = utf8_string(self.take(end)?);
         self.take(1)?;
         Ok(s)
     }
@@ -150,7 +150,16 @@ impl Field for String {
     fn get(inp: &mut &[u8]) -> Result<Self, CodecError> {
         let len = u16::get(inp)?;
         let b = take(inp, usize::from(len))?;
-        Ok(String::from_utf8_lossy(b).into_owned())
+        Ok(utf8_string(b))
+    }
+}
+
+/// `b` as a string: checked by the standard library's fast path (the workload's strings are
+/// ASCII), lossily only when that fails (a field cut inside a character).
+fn utf8_string(b: &[u8]) -> String {
+    match std::str::from_utf8(b) {
+        Ok(s) => s.to_owned(),
+        Err(_) => String::from_utf8_lossy(b).into_owned(),
     }
 }
 

@@ -52,7 +52,7 @@ impl Tree {
     /// without children and collapses the root (under the exclusive SMO latch).
     pub(crate) fn reclaim_empty_leaf(&self, cx: &Ctx<'_>, key: &[u8]) -> Result<()> {
         self.with_merges(cx, || {
-            let _smo = self.smo.write();
+            let _smo = self.smo_write();
             self.reclaim_empty_leaf_once(cx, key)
         })
     }
@@ -119,7 +119,7 @@ impl Tree {
     /// when emptied, and the tree's page count climbs while what it holds does not.
     pub(crate) fn merge_thin_leaf(&self, cx: &Ctx<'_>, key: &[u8]) -> Result<bool> {
         self.with_merges(cx, || {
-            let _smo = self.smo.write();
+            let _smo = self.smo_write();
             self.merge_thin_leaf_once(cx, key)
         })
     }
@@ -238,7 +238,7 @@ impl Tree {
     /// table was freed before the crash (and is free, or reused by another table since; table
     /// ids are never reused) and is skipped instead of refused.
     pub fn free_all(&self, cx: &Ctx<'_>, after_crash: bool) -> Result<u64> {
-        let _smo = self.smo.write();
+        let _smo = self.smo_write();
         let mut level = vec![self.root];
         // (page, pages its mtr frees), level by level from the root
         let mut pages = Vec::new();

@@ -8,15 +8,35 @@
 //! leaf while holding another page latch.
 
 use super::ahi::{self, AdaptiveHash, Guess};
-use super::{overflow, Ctx, Step, Target, Tree};
+use super::{overflow, Ctx, LeafHint, Step, Target, Tree};
 use crate::page::{hdr, node, PageType};
-use crate::types::FrameId;
+use crate::types::{FrameId, PageId};
 use std::sync::atomic::Ordering;
 
 impl Tree {
     /// Point lookup.
     pub fn get(&self, cx: &Ctx<'_>, key: &[u8]) -> crate::error::Result<Option<Vec<u8>>> {
+        Ok(self.lookup(cx, key, false)?.0)
+    }
+
+    /// Point lookup that also says where the key's leaf is, for a write of the same key that
+    /// follows (`Tree::put_hinted`).
+    pub(crate) fn get_hinted(
+        &self,
+        cx: &Ctx<'_>,
+        key: &[u8],
+    ) -> crate::error::Result<(Option<Vec<u8>>, Option<LeafHint>)> {
+        self.lookup(cx, key, true)
+    }
+
+    fn lookup(
+        &self,
+        cx: &Ctx<'_>,
+        key: &[u8],
+        hint: bool,
+    ) -> crate::error::Result<(Option<Vec<u8>>, Option<LeafHint>)> {
         let ahi = cx.ahi.map(|a| (a, ahi::hash(self.id, key)));
+        let hint_for = |pid| hint.then(|| self.hint_for(pid));
         self.with_merges(cx, || {
             let _smo = self.smo.read();
             let guess = ahi.and_then(|(a, h)| a.lookup(h).map(|g| (a, h, g)));
@@ -25,9 +45,9 @@ impl Tree {
                     a.counters.misses.fetch_add(1, Ordering::Relaxed);
                 }
                 (_, Some((a, h, g))) => match self.get_guessed(cx, a, h, g, key)? {
-                    Some(v) => {
+                    Some((v, pid)) => {
                         a.counters.hits.fetch_add(1, Ordering::Relaxed);
-                        return Ok(Some(v));
+                        return Ok((Some(v), hint_for(pid)));
                     }
                     None => {
                         a.counters.failed_guesses.fetch_add(1, Ordering::Relaxed);
@@ -37,15 +57,17 @@ impl Tree {
                 (None, None) => {}
             }
             let leaf = self.descend_read(cx, Target::Key(key))?;
+            let pid = leaf.page_id();
             match node::search(&leaf, key) {
                 Ok(i) => {
                     // a root leaf is reached in one fetch already: no entry for it
-                    if let (Some((a, h)), false) = (ahi, leaf.page_id() == self.root) {
+                    if let (Some((a, h)), false) = (ahi, pid == self.root) {
                         a.record(h, leaf.frame_id().0, i);
                     }
-                    Ok(Some(overflow::read_value(cx, self.id, &leaf, i)?))
+                    let v = overflow::read_value(cx, self.id, &leaf, i)?;
+                    Ok((Some(v), hint_for(pid)))
                 }
-                Err(_) => Ok(None),
+                Err(_) => Ok((None, hint_for(pid))),
             }
         })
     }
@@ -93,7 +115,7 @@ impl Tree {
         h: u64,
         g: Guess,
         key: &[u8],
-    ) -> Step<Option<Vec<u8>>> {
+    ) -> Step<Option<(Vec<u8>, PageId)>> {
         let Some(leaf) = cx.pool.read_frame(FrameId(g.frame), node::slot_pos(g.slot)) else {
             return Ok(None);
         };
@@ -117,6 +139,6 @@ impl Tree {
                 Err(_) => return Ok(None),
             }
         };
-        Ok(Some(overflow::read_value(cx, self.id, b, slot)?))
+        Ok(Some((overflow::read_value(cx, self.id, b, slot)?, pid)))
     }
 }

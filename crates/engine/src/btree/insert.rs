@@ -7,7 +7,7 @@
 //! and turns the root into an internal page above it.
 
 use super::overflow;
-use super::{Ctx, Step, Tree, MAX_DEPTH};
+use super::{Ctx, LeafHint, Step, Tree, MAX_DEPTH};
 use crate::error::{Error, Result};
 use crate::mtr::{Mtr, Slot};
 use crate::page::{self, hdr, node, PageType};
@@ -57,6 +57,14 @@ fn try_place(mtr: &mut Mtr<'_>, s: Slot, pos: usize, c: &Cell<'_>) -> bool {
 }
 
 /// What replacing/inserting `key` in a leaf needs.
+/// Where an optimistic put finds its leaf: a descent (with the change-buffer operation a
+/// key-set tree may buffer instead), or the leaf a read just found.
+#[derive(Clone, Copy)]
+enum Start {
+    Descend(Option<super::ibuf::Op>),
+    Hinted(LeafHint),
+}
+
 struct LeafPlan {
     pos: usize,
     old: Option<usize>,
@@ -85,18 +93,34 @@ fn plan_leaf(b: &[u8], key: &[u8], new_cell: usize) -> LeafPlan {
 impl Tree {
     /// Inserts or replaces `key`. The caller has checked the key and value limits.
     pub fn put(&self, cx: &Ctx<'_>, key: &[u8], value: &[u8]) -> Result<()> {
+        self.put_hinted(cx, key, value, None)
+    }
+
+    /// [`Tree::put`] that starts from the leaf `hint` names, when it still holds (see
+    /// [`LeafHint`]), instead of a descent from the root.
+    pub(crate) fn put_hinted(
+        &self,
+        cx: &Ctx<'_>,
+        key: &[u8],
+        value: &[u8],
+        hint: Option<LeafHint>,
+    ) -> Result<()> {
         let ps = cx.pool.page_size();
         let inline = node::value_fits_inline(ps, key.len(), value.len());
         let new_cell = node::CELL_HEADER + key.len() + if inline { value.len() } else { 4 };
-        let buffer = self.bufferable(cx, super::ibuf::Op::Insert);
+        // a key-set tree's put may go to the change buffer; others may start at a hint
+        let start = match self.bufferable(cx, super::ibuf::Op::Insert) {
+            Some(op) => Start::Descend(Some(op)),
+            None => hint.map_or(Start::Descend(None), Start::Hinted),
+        };
         self.with_merges(cx, || {
             {
                 let _smo = self.smo.read();
-                if self.put_optimistic(cx, key, value, inline, new_cell, buffer)? {
+                if self.put_optimistic(cx, key, value, inline, new_cell, start)? {
                     return Ok(());
                 }
             }
-            let _smo = self.smo.write();
+            let _smo = self.smo_write();
             self.put_pessimistic(cx, key, value, inline, new_cell)
         })
     }
@@ -139,6 +163,27 @@ impl Tree {
         Err(Error::corrupt(cx.pool.file().name(), pid.0, "tree too deep").into())
     }
 
+    /// The leaf `hint` names, X-latched, when the tree's SMO epoch is still the hint's (the
+    /// caller holds the SMO latch shared, so it cannot change while the leaf is used) and the
+    /// page passes the leaf checks; None (nothing latched) otherwise, and the caller descends.
+    fn hinted_leaf(&self, cx: &Ctx<'_>, mtr: &mut Mtr<'_>, hint: LeafHint) -> Step<Option<Slot>> {
+        if self.hint_for(hint.page).epoch != hint.epoch {
+            return Ok(None);
+        }
+        let s = mtr.write(hint.page)?;
+        if self
+            .check_node(cx, mtr.peek(s), hint.page, Some(0))
+            .is_err()
+        {
+            // cannot happen while the epoch holds; the descent decides what the tree is
+            mtr.release(s);
+            return Ok(None);
+        }
+        self.guard_leaf(cx, hint.page, mtr.peek(s))?;
+        self.counters.leaf_hint_puts.fetch_add(1, Ordering::Relaxed);
+        Ok(Some(s))
+    }
+
     /// Under the exclusive SMO latch: X-latches every page from the root down to the leaf for
     /// `key`, checking levels on the way. Returns (slot, index of the child taken) per level,
     /// root first (the leaf's index is 0).
@@ -178,11 +223,19 @@ impl Tree {
         value: &[u8],
         inline: bool,
         new_cell: usize,
-        buffer: Option<super::ibuf::Op>,
+        start: Start,
     ) -> Step<bool> {
         let mut mtr = Mtr::new(cx.pool, cx.space);
-        let Some(leaf) = self.leaf_for_write(cx, &mut mtr, key, buffer)? else {
-            return Ok(true); // in the change buffer
+        let (hinted, buffer) = match start {
+            Start::Hinted(h) => (self.hinted_leaf(cx, &mut mtr, h)?, None),
+            Start::Descend(buffer) => (None, buffer),
+        };
+        let leaf = match hinted {
+            Some(s) => s,
+            None => match self.leaf_for_write(cx, &mut mtr, key, buffer)? {
+                Some(s) => s,
+                None => return Ok(true), // in the change buffer
+            },
         };
         let plan = plan_leaf(mtr.peek(leaf), key, new_cell);
         if !plan.fits {

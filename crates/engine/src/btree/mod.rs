@@ -42,8 +42,8 @@ use crate::buffer::BufferPool;
 use crate::error::{Error, Result};
 use crate::page::{hdr, node, PageType};
 use crate::types::PageId;
-use parking_lot::RwLock;
-use std::sync::atomic::AtomicBool;
+use parking_lot::{RwLock, RwLockWriteGuard};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// Deeper than this is corruption (a 4 KiB page tree of depth 32 would hold more than 2^64 keys).
@@ -88,6 +88,9 @@ crate::counter::counter_group! {
         root_collapses: "collapses",
         /// Roots grown by a level (the root's content moved into a new child).
         root_growths: "growths",
+        /// A commit's puts that latched the leaf its read of the key's before-image had found
+        /// (no structure change in between), without a second descent from the root.
+        leaf_hint_puts: "puts",
     }
 }
 
@@ -95,12 +98,29 @@ pub struct Tree {
     pub id: u32,
     pub root: PageId,
     smo: RwLock<()>,
+    /// How many times the SMO latch has been taken exclusively (bumped while it is held, by
+    /// [`Tree::smo_write`]): a holder of the shared latch that reads the same value as an
+    /// earlier holder knows no structure modification ran in between, so every leaf still
+    /// covers the same keys ([`LeafHint`]).
+    smo_epoch: AtomicU64,
     pub dropped: AtomicBool,
     pub counters: Arc<TreeCounters>,
     /// An index table (a key set: every value empty; a put inserts a key the table does not
     /// hold, a delete removes one it holds), whose changes the change buffer may take
     /// (ibuf.rs).
     pub key_set: bool,
+}
+
+/// Where a read found a key's leaf, for a write of the same key soon after (a commit reads a
+/// key's before-image, then puts its new value): the leaf's page and the tree's SMO epoch
+/// then. While the epoch is unchanged no split, merge, freeing or root change has run, so
+/// that page is still the leaf whose key range holds the key, and the write latches it
+/// without descending again (`Tree::put_hinted`). A changed epoch, or a page that no longer
+/// passes the leaf checks, and the write descends as usual.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct LeafHint {
+    page: PageId,
+    epoch: u64,
 }
 
 #[derive(Clone, Copy)]
@@ -116,6 +136,7 @@ impl Tree {
             id,
             root,
             smo: RwLock::new(()),
+            smo_epoch: AtomicU64::new(0),
             dropped: AtomicBool::new(false),
             counters,
             key_set: false,
@@ -127,6 +148,22 @@ impl Tree {
         Tree {
             key_set: true,
             ..Tree::new(id, root, counters)
+        }
+    }
+
+    /// The SMO latch, exclusively, with the epoch bumped while it is held (see
+    /// [`Tree::smo_epoch`]). Every structure modification takes the latch through this.
+    pub(crate) fn smo_write(&self) -> RwLockWriteGuard<'_, ()> {
+        let g = self.smo.write();
+        self.smo_epoch.fetch_add(1, Ordering::Relaxed);
+        g
+    }
+
+    /// A hint for the leaf `page` just found; the caller holds the SMO latch shared.
+    pub(crate) fn hint_for(&self, page: PageId) -> LeafHint {
+        LeafHint {
+            page,
+            epoch: self.smo_epoch.load(Ordering::Relaxed),
         }
     }
 

@@ -4,6 +4,7 @@
 //! ([`max_writes_per_transaction`]); the apply of the writes to the B+trees, one mtr each; and
 //! recovery's re-apply of COMMITs whose ApplyDone is not in the log.
 
+use crate::btree::LeafHint;
 use crate::error::{Error, Result};
 use crate::shared::{DbInner, Table};
 use crate::types::{Lsn, TxnId};
@@ -248,9 +249,11 @@ pub(crate) fn apply_writes<'a>(
 ) -> Result<()> {
     let cx = db.ctx();
     let skip_applied = cno.is_none();
+    // where each key's leaf was found by the read of its before-image, for its put
+    let mut hints: Vec<Option<LeafHint>> = vec![None; writes.len()];
     if let Some(cno) = cno {
         let mut before = Vec::with_capacity(writes.len());
-        for (wk, (t, v)) in writes {
+        for (i, (wk, (t, v))) in writes.iter().enumerate() {
             let (tid, key) = wk;
             // An index table's put inserts an absent key and its delete removes a present one
             // (its contract, btree/ibuf.rs): the before-image is known without reading the
@@ -264,7 +267,9 @@ pub(crate) fn apply_writes<'a>(
                 );
                 old
             } else {
-                t.tree().get(&cx, key)?
+                let (old, hint) = t.tree().get_hinted(&cx, key)?;
+                hints[i] = hint;
+                old
             };
             before.push(((*tid, key.clone()), old));
         }
@@ -284,12 +289,16 @@ pub(crate) fn apply_writes<'a>(
             applying.continue_commit(db, &write_refs(writes.iter().skip(i)))?;
         }
         rest_record -= write_size(key, v);
-        if skip_applied && t.tree().get(&cx, key)? == *v {
-            continue;
+        if skip_applied {
+            let (now, hint) = t.tree().get_hinted(&cx, key)?;
+            if now == *v {
+                continue;
+            }
+            hints[i] = hint;
         }
         match v {
             Some(v) => {
-                t.tree().put(&cx, key, v)?;
+                t.tree().put_hinted(&cx, key, v, hints[i])?;
                 db.counters.rows_written.fetch_add(1, Ordering::Relaxed);
             }
             None => {

@@ -18,6 +18,7 @@ mod faults;
 mod fuzz;
 mod isolation;
 mod layers;
+mod leaf_hint;
 mod model;
 mod mvcc;
 mod reapply;
