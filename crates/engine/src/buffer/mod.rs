@@ -298,11 +298,9 @@ pub struct DirectSink;
 
 impl PageSink for DirectSink {
     fn write_pages(&self, file: &dyn File, pages: &[(PageId, &[u8])]) -> Result<()> {
-        let writes: Vec<(&[u8], u64)> = pages
-            .iter()
-            .map(|&(pid, img)| (img, pid.0 as u64 * img.len() as u64))
-            .collect();
-        file.write_many(&writes)?;
+        for (pid, img) in pages {
+            file.write_at(img, pid.0 as u64 * img.len() as u64)?;
+        }
         file.sync()
     }
 }

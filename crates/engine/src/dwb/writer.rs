@@ -252,8 +252,7 @@ impl Doublewrite {
     }
 
     /// One chunk (at most a segment's slots, sorted by page number), both phases, in `seg`.
-    /// The slot write, the in-place writes (handed to the data file together, `write_many`)
-    /// and each fsync are preceded by a check of the shared failure state (D4: once any
+    /// Every write and fsync is preceded by a check of the shared failure state (D4: once any
     /// segment failed, nothing more is written anywhere).
     fn write_chunk(
         &self,
@@ -276,7 +275,6 @@ impl Doublewrite {
         self.file.sync()?;
         Counters::add(&self.counters.fsyncs, 1);
 
-        let mut runs: Vec<(&[u8], u64)> = Vec::new();
         let mut run_start = 0;
         for k in 1..=images.len() {
             let next_follows = images
@@ -286,12 +284,11 @@ impl Doublewrite {
                 continue;
             }
             let offset = u64::from(images[run_start].0 .0) * ps as u64;
-            runs.push((&staging[run_start * ps..k * ps], offset));
+            self.check_poison()?;
+            data.write_at(&staging[run_start * ps..k * ps], offset)?;
+            Counters::add(&self.counters.data_writes, 1);
             run_start = k;
         }
-        self.check_poison()?;
-        data.write_many(&runs)?;
-        Counters::add(&self.counters.data_writes, runs.len() as u64);
         // IMPORTANT (D2): the in-place copies must be durable before these slots are reused by
         // the next chunk or batch, and before the caller treats the pages as clean.
         self.check_poison()?;

@@ -427,36 +427,6 @@ impl File for DiskFile {
         Ok(())
     }
 
-    /// O_DIRECT writes that need no bounce buffer go to the kernel together through io_uring
-    /// (one submission, one wait, one plugged batch for the device), each thread's ring made at
-    /// its first batch; anything else, and every write where io_uring is unavailable, is one
-    /// `write_at` at a time.
-    #[cfg(target_os = "linux")]
-    fn write_many(&self, writes: &[(&[u8], u64)]) -> Result<()> {
-        use std::os::fd::AsRawFd;
-        let direct_ready = self.direct
-            && writes
-                .iter()
-                .all(|&(b, o)| !b.is_empty() && is_aligned(b.as_ptr(), o, b.len()));
-        if writes.len() < 2 || !direct_ready {
-            for &(buf, offset) in writes {
-                self.write_at(buf, offset)?;
-            }
-            return Ok(());
-        }
-        {
-            let _shared = self.block_lock.read();
-            super::uring::write_all(self.file.as_raw_fd(), writes, &|b, o| {
-                self.file.write_all_at(b, o)
-            })
-            .map_err(|e| self.err("write", e))?;
-        }
-        for &(buf, _) in writes {
-            self.stats.write(buf.len());
-        }
-        Ok(())
-    }
-
     fn sync(&self) -> Result<()> {
         match self.sync_mode {
             SyncMode::Fsync => self.issue_sync("fsync", false),

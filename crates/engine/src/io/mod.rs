@@ -13,8 +13,6 @@ pub mod read_only;
 pub mod sim;
 #[cfg(test)]
 pub(crate) mod test_support;
-#[cfg(target_os = "linux")]
-mod uring;
 
 pub use aligned::AlignedBuf;
 pub use file::{FileStorage, IoStats};
@@ -93,16 +91,6 @@ pub trait File: Send + Sync {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<()>;
     /// Writes all of `buf` at `offset`, growing the file when needed.
     fn write_at(&self, buf: &[u8], offset: u64) -> Result<()>;
-    /// Writes all of every `(buffer, offset)` of `writes`, in no particular order (the caller
-    /// orders nothing among them; it syncs after). By default one `write_at` each; a real file
-    /// opened with O_DIRECT hands them to the kernel together (io/uring.rs). On an error some
-    /// of them may be written, as with a failed `write_at` among several.
-    fn write_many(&self, writes: &[(&[u8], u64)]) -> Result<()> {
-        for &(buf, offset) in writes {
-            self.write_at(buf, offset)?;
-        }
-        Ok(())
-    }
     /// Makes every completed write durable (fsync/fdatasync as `flush_method` says).
     fn sync(&self) -> Result<()>;
     fn len(&self) -> Result<u64>;
