@@ -56,7 +56,6 @@ fn try_place(mtr: &mut Mtr<'_>, s: Slot, pos: usize, c: &Cell<'_>) -> bool {
     })
 }
 
-/// What replacing/inserting `key` in a leaf needs.
 /// Where an optimistic put finds its leaf: a descent (with the change-buffer operation a
 /// key-set tree may buffer instead), or the leaf a read just found.
 #[derive(Clone, Copy)]
@@ -65,6 +64,7 @@ enum Start {
     Hinted(LeafHint),
 }
 
+/// What replacing/inserting `key` in a leaf needs.
 struct LeafPlan {
     pos: usize,
     old: Option<usize>,
