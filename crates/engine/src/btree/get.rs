@@ -16,7 +16,7 @@ use std::sync::atomic::Ordering;
 impl Tree {
     /// Point lookup.
     pub fn get(&self, cx: &Ctx<'_>, key: &[u8]) -> crate::error::Result<Option<Vec<u8>>> {
-        Ok(self.lookup(cx, key, false)?.0)
+        Ok(self.lookup::<false>(cx, key)?.0)
     }
 
     /// Point lookup that also says where the key's leaf is, for a write of the same key that
@@ -26,17 +26,17 @@ impl Tree {
         cx: &Ctx<'_>,
         key: &[u8],
     ) -> crate::error::Result<(Option<Vec<u8>>, Option<LeafHint>)> {
-        self.lookup(cx, key, true)
+        self.lookup::<true>(cx, key)
     }
 
-    fn lookup(
+    /// The lookup of both: a constant `HINT`, so a plain get compiles without the hint.
+    fn lookup<const HINT: bool>(
         &self,
         cx: &Ctx<'_>,
         key: &[u8],
-        hint: bool,
     ) -> crate::error::Result<(Option<Vec<u8>>, Option<LeafHint>)> {
         let ahi = cx.ahi.map(|a| (a, ahi::hash(self.id, key)));
-        let hint_for = |pid| hint.then(|| self.hint_for(pid));
+        let hint_for = |pid| HINT.then(|| self.hint_for(pid));
         self.with_merges(cx, || {
             let _smo = self.smo.read();
             let guess = ahi.and_then(|(a, h)| a.lookup(h).map(|g| (a, h, g)));
