@@ -38,15 +38,105 @@ impl MetricInfo {
     }
 }
 
-/// A counter group member's kind: `gauge` after its unit makes it a gauge (a high-water mark,
-/// say), nothing a counter.
+/// A counter group member's kind: `gauge` among the marks after its unit makes it a gauge (a
+/// high-water mark, say), else it is a counter.
 pub const fn kind_of(marks: &[&str]) -> MetricKind {
-    if marks.is_empty() {
-        MetricKind::Counter
-    } else {
-        MetricKind::Gauge
+    const fn is_gauge(m: &[u8]) -> bool {
+        let g = b"gauge";
+        if m.len() != g.len() {
+            return false;
+        }
+        let mut i = 0;
+        while i < g.len() {
+            if m[i] != g[i] {
+                return false;
+            }
+            i += 1;
+        }
+        true
+    }
+    let mut i = 0;
+    while i < marks.len() {
+        if is_gauge(marks[i].as_bytes()) {
+            return MetricKind::Gauge;
+        }
+        i += 1;
+    }
+    MetricKind::Counter
+}
+
+/// Stripes of a [`Hot`] counter: more than the threads that bump one at once on the machines
+/// we run on, few enough that a read (one load per stripe) stays cheap.
+const STRIPES: usize = 16;
+
+/// This thread's stripe: threads take stripes in turn as they first count, so up to
+/// [`STRIPES`] threads never share one.
+pub fn stripe() -> usize {
+    use std::cell::Cell;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    thread_local! {
+        static MINE: Cell<usize> = const { Cell::new(usize::MAX) };
+    }
+    MINE.with(|m| {
+        let s = m.get();
+        if s != usize::MAX {
+            return s;
+        }
+        let s = NEXT.fetch_add(1, Ordering::Relaxed) % STRIPES;
+        m.set(s);
+        s
+    })
+}
+
+/// A counter bumped on every point read by every thread (page requests, hits, views opened):
+/// one cache line per stripe, a thread bumps its own ([`stripe`]), a read sums them. One
+/// shared `AtomicU64` there cost a cache-line transfer between cores on every bump, and with
+/// a dozen of them on a get's path two threads did no more gets than one (docs/measurements.md,
+/// "Point gets on two threads"). The same calls as `AtomicU64` for what counters do; a value
+/// that goes up and down (a gauge of things open) sums right, since each stripe wraps.
+#[derive(Default)]
+pub struct Hot {
+    cells: [crossbeam::utils::CachePadded<std::sync::atomic::AtomicU64>; STRIPES],
+}
+
+impl Hot {
+    pub fn fetch_add(&self, n: u64, order: std::sync::atomic::Ordering) {
+        self.cells[stripe()].fetch_add(n, order);
+    }
+    pub fn fetch_sub(&self, n: u64, order: std::sync::atomic::Ordering) {
+        self.cells[stripe()].fetch_sub(n, order);
+    }
+    /// The sum of the stripes (each read on its own: not one instant).
+    pub fn load(&self, order: std::sync::atomic::Ordering) -> u64 {
+        self.cells
+            .iter()
+            .fold(0u64, |sum, c| sum.wrapping_add(c.load(order)))
     }
 }
+
+impl std::fmt::Debug for Hot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.load(std::sync::atomic::Ordering::Relaxed))
+    }
+}
+
+/// The atomic type of a counter group member, by its marks: [`Hot`] when `hot` is one.
+macro_rules! cell_type {
+    () => {
+        std::sync::atomic::AtomicU64
+    };
+    (gauge) => {
+        std::sync::atomic::AtomicU64
+    };
+    (hot) => {
+        $crate::counter::Hot
+    };
+    (gauge hot) => {
+        $crate::counter::Hot
+    };
+}
+pub(crate) use cell_type;
 
 /// `now`'s growth since `before` for a counter, `now` for a gauge.
 pub const fn since(now: u64, before: u64, kind: MetricKind) -> u64 {
@@ -72,7 +162,8 @@ pub const fn since(now: u64, before: u64, kind: MetricKind) -> u64 {
 /// (one `u64` per counter, `INFO`: the counters' [`MetricInfo`] in declaration order, and
 /// `values()` in the same order, `since(before)`). Every counter must have a doc comment: it is
 /// its meaning. A member written `name: "unit" gauge` is a gauge (a high-water mark kept in the
-/// group, say): `since` keeps its value instead of a difference. `=> Snap named "log_" {`
+/// group, say): `since` keeps its value instead of a difference. One marked `hot` (after
+/// `gauge`, if both) is a [`Hot`] counter, for those every thread bumps on every point read. `=> Snap named "log_" {`
 /// prefixes the members' metric names (not their field names) where a bare name would be
 /// ambiguous among all metrics.
 macro_rules! counter_group {
@@ -92,13 +183,13 @@ macro_rules! counter_group {
         @group $prefix:literal;
         $(#[$meta:meta])*
         $vis:vis struct $atomic:ident => $snap:ident {
-            $( $(#[doc = $doc:literal])+ $field:ident : $unit:literal $($gauge:ident)?, )*
+            $( $(#[doc = $doc:literal])+ $field:ident : $unit:literal $($mark:ident)*, )*
         }
     ) => {
         $(#[$meta])*
         #[derive(Debug, Default)]
         $vis struct $atomic {
-            $( $(#[doc = $doc])+ pub $field: std::sync::atomic::AtomicU64, )*
+            $( $(#[doc = $doc])+ pub $field: $crate::counter::cell_type!($($mark)*), )*
         }
 
         $(#[$meta])*
@@ -124,7 +215,7 @@ macro_rules! counter_group {
                 $( $crate::counter::MetricInfo {
                     name: concat!($prefix, stringify!($field)),
                     unit: $unit,
-                    kind: $crate::counter::kind_of(&[$(stringify!($gauge))?]),
+                    kind: $crate::counter::kind_of(&[$(stringify!($mark)),*]),
                     meaning: concat!($($doc),+),
                 }, )*
             ];
@@ -141,7 +232,7 @@ macro_rules! counter_group {
                     $( $field: $crate::counter::since(
                         self.$field,
                         before.$field,
-                        $crate::counter::kind_of(&[$(stringify!($gauge))?]),
+                        $crate::counter::kind_of(&[$(stringify!($mark)),*]),
                     ), )*
                 }
             }
@@ -151,6 +242,7 @@ macro_rules! counter_group {
 pub(crate) use counter_group;
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     super::counter_group! {
         /// Two counters for the test.
@@ -162,6 +254,10 @@ mod tests {
             thing_us: "us",
             /// Most things at once.
             most_things: "things" gauge,
+            /// Things looked at, by every thread.
+            looks: "things" hot,
+            /// Things open now.
+            open_things: "things" gauge hot,
         }
     }
 
@@ -172,19 +268,57 @@ mod tests {
         c.things.fetch_add(3, Ordering::Relaxed);
         c.thing_us.fetch_add(70, Ordering::Relaxed);
         c.most_things.fetch_max(5, Ordering::Relaxed);
+        c.looks.fetch_add(4, Ordering::Relaxed);
+        c.open_things.fetch_add(2, Ordering::Relaxed);
         let before = TestCounts {
             things: 1,
             thing_us: 20,
             most_things: 4,
+            looks: 1,
+            open_things: 9,
         };
         let now = c.snapshot();
-        assert_eq!(now.values(), vec![3, 70, 5]);
-        assert_eq!(now.since(&before).values(), vec![2, 50, 5]);
+        assert_eq!(now.values(), vec![3, 70, 5, 4, 2]);
+        assert_eq!(now.since(&before).values(), vec![2, 50, 5, 3, 2]);
         let names: Vec<_> = TestCounts::INFO.iter().map(|m| m.name).collect();
-        assert_eq!(names, ["things", "thing_us", "most_things"]);
+        assert_eq!(
+            names,
+            ["things", "thing_us", "most_things", "looks", "open_things"]
+        );
         assert_eq!(TestCounts::INFO[1].unit, "us");
         assert_eq!(TestCounts::INFO[0].kind, super::MetricKind::Counter);
         assert_eq!(TestCounts::INFO[2].kind, super::MetricKind::Gauge);
+        assert_eq!(TestCounts::INFO[3].kind, super::MetricKind::Counter);
+        assert_eq!(TestCounts::INFO[4].kind, super::MetricKind::Gauge);
         assert_eq!(TestCounts::INFO[1].meaning_line(), "Time spent doing them.");
+    }
+
+    #[test]
+    fn a_hot_counter_sums_what_every_thread_counted() {
+        use std::sync::atomic::Ordering;
+        let c = super::Hot::default();
+        std::thread::scope(|s| {
+            for _ in 0..40 {
+                s.spawn(|| {
+                    for _ in 0..1000 {
+                        c.fetch_add(3, Ordering::Relaxed);
+                    }
+                    c.fetch_sub(1000, Ordering::Relaxed);
+                });
+            }
+        });
+        // 40 threads over 16 stripes: some share one, and nothing is lost
+        assert_eq!(c.load(Ordering::Relaxed), 40 * 2000);
+        // a gauge that one thread raises and another lowers
+        let g = super::Hot::default();
+        std::thread::scope(|s| {
+            s.spawn(|| g.fetch_add(5, Ordering::Relaxed))
+                .join()
+                .unwrap();
+            s.spawn(|| g.fetch_sub(2, Ordering::Relaxed))
+                .join()
+                .unwrap();
+        });
+        assert_eq!(g.load(Ordering::Relaxed), 3);
     }
 }

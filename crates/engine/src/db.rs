@@ -309,7 +309,7 @@ impl Database {
                 self.inner.pool.frame_count() as u64,
             );
         }
-        *self.inner.dur.knobs.write() = k;
+        self.inner.dur.set_knobs(k);
         self.inner.dur.wake_flusher();
         Ok(())
     }
@@ -384,7 +384,7 @@ impl Database {
                 .resize_log(file_size, files, requested, max_wait)?
         };
         k.log_file_size = file_size;
-        *self.inner.dur.knobs.write() = k;
+        self.inner.dur.set_knobs(k);
         Ok(outcome)
     }
 

@@ -33,6 +33,9 @@
 //!   number below which every open view sees every commit, and [`VersionStore::visible`]. It runs in the committing thread after each apply and
 //!   when a view closes, in chunks that release the lock between them, so it keeps up with
 //!   commits by construction and never holds writers for long.
+//! - **Views opened while no commit applies** (every read-only transaction of a read-mostly
+//!   load, most of the time) register in a per-thread slot without the clock's lock: see
+//!   [`LightSlot`] for why purge and expiry stay exact.
 //! - **Bound**: the versions' bytes are limited by `max_history_size`. Past it the oldest
 //!   views are *expired*: their versions are purged, and their next read fails with
 //!   [`Error::SnapshotTooOld`] naming the view's age, the history size and the option, as
@@ -102,7 +105,7 @@ crate::counter::counter_group! {
         /// Commits whose versions are kept, not yet purged (InnoDB's history list length).
         purge_lag: "commits" gauge,
         /// Read views open now.
-        views_open: "views" gauge,
+        views_open: "views" gauge hot,
         /// Age of the oldest open read view.
         oldest_view_age_ms: "ms" gauge,
         /// Row versions recorded by commits.
@@ -110,7 +113,7 @@ crate::counter::counter_group! {
         /// Row versions purged.
         versions_purged: "versions",
         /// Read views opened.
-        views_opened: "views",
+        views_opened: "views" hot,
         /// Read views expired because the history passed max_history_size.
         views_expired: "views",
     }
@@ -251,9 +254,56 @@ impl Clock {
     }
 }
 
+/// Slots for views opened while no commit was applying: as many as `counter::stripe` hands
+/// out, so threads up to that many never share one.
+const LIGHT_SLOTS: usize = 16;
+/// A light slot's state: the floor of its views above these bits, their count in them.
+const LIGHT_COUNT_BITS: u32 = 16;
+const LIGHT_COUNT_MAX: u64 = (1 << LIGHT_COUNT_BITS) - 1;
+/// `quiet` when a commit is applying; also above every floor a light slot can hold.
+const NOT_QUIET: u64 = u64::MAX;
+
+/// Views opened while no commit was applying, registered without the clock's lock. Such a
+/// view is the newest state, with nothing left out: `at` = `floor` = the last commit number,
+/// `applying` empty. Each thread registers its light views in its own slot (one floor and a
+/// count, in one atomic word); purge and expiry read the slots besides the clock's groups.
+/// With the clock's lock taken twice per view (open and close), two threads doing point gets
+/// wrote its cache line four times per get and did no more gets than one.
+///
+/// Why purge never drops what a light view needs. The opener reads `quiet` (the last commit
+/// number, or [`NOT_QUIET`]), registers that floor in its slot, then reads `last` again and
+/// keeps the view only if no commit began in between; else it leaves the slot and takes the
+/// clock's lock. A purge reads its limit from the clock (at most the visible number), then
+/// reads every slot; all of these are SeqCst. A purge that missed the registration read the
+/// slot before it was written, and its clock read came before that; if the view was kept,
+/// `last` was still its floor after the registration, so it was at the purge's clock read too,
+/// and the purge's limit is at most the floor. A purge that saw the registration has the
+/// floor as its limit at most. The view needs only versions numbered above its floor.
+///
+/// Expiry marks light views by floor: every light view with a floor below
+/// `light_expired_below` is expired. Expiry runs inside a commit (numbered above every floor
+/// it expires), so a light view kept after the mark has a floor above it: its opener saw no
+/// commit begin between its reads, and that commit had begun before the mark.
+#[derive(Default)]
+struct LightSlot {
+    state: AtomicU64,
+    /// When the slot's floor got its first view ([`coarse_now_ms`]; status's oldest view age).
+    opened_ms: AtomicU64,
+}
+
+fn light_unpack(state: u64) -> (u64, u64) {
+    (state >> LIGHT_COUNT_BITS, state & LIGHT_COUNT_MAX)
+}
+
 /// The versions kept for read views, the commit numbers and the open views.
 pub struct VersionStore {
     clock: Mutex<Clock>,
+    /// The last commit number while no commit is applying, [`NOT_QUIET`] while one is. Stored
+    /// under the clock's lock.
+    quiet: AtomicU64,
+    light: Box<[crossbeam::utils::CachePadded<LightSlot>]>,
+    /// Light views with a floor below this were expired (0: none).
+    light_expired_below: AtomicU64,
     chains: RwLock<Chains>,
     /// The last commit number handed out (a view at or above it needs no lookup).
     last: AtomicU64,
@@ -282,8 +332,10 @@ pub struct View {
     applying: Vec<u64>,
     /// Every commit at or below this is visible to the view.
     floor: u64,
-    /// The view's id, handed out in opening order (what expiry marks).
+    /// The view's id, handed out in opening order (what expiry marks); 0 for a light view.
     id: u64,
+    /// The light slot it is registered in, if it is a light view ([`LightSlot`]).
+    light: Option<usize>,
     /// When the view opened ([`coarse_now_ms`]).
     opened_ms: u64,
 }
@@ -318,8 +370,15 @@ impl View {
         self.applying.is_empty() && self.at >= self.store.last.load(Ordering::SeqCst)
     }
 
+    fn is_expired(&self) -> bool {
+        match self.light {
+            Some(_) => self.floor < self.store.light_expired_below.load(Ordering::SeqCst),
+            None => self.id <= self.store.expired_through.load(Ordering::SeqCst),
+        }
+    }
+
     fn check_live(&self, chains: &Chains) -> Result<()> {
-        if self.id <= self.store.expired_through.load(Ordering::SeqCst) {
+        if self.is_expired() {
             return Err(Error::SnapshotTooOld {
                 age_s: self.age_s(),
                 history_bytes: chains.bytes,
@@ -396,7 +455,10 @@ impl View {
 
 impl Drop for View {
     fn drop(&mut self) {
-        {
+        if let Some(k) = self.light {
+            // the count is in the low bits and is at least this view
+            self.store.light[k].state.fetch_sub(1, Ordering::SeqCst);
+        } else {
             let mut clock = self.store.clock.lock();
             // An expired view's group left the clock when it expired, and a group of the same
             // floor opened since holds other views only. Exact under the clock's lock, which
@@ -418,7 +480,9 @@ impl Drop for View {
         // versions were published before that (under the chains lock, before its end_commit
         // took the clock) shows here; one published later purges them itself at its
         // end_commit, which no longer counts this view.
-        if self.store.counters.purge_lag.load(Ordering::Acquire) > 0 {
+        // (SeqCst for a light view, which left no lock: with `publish`'s SeqCst store, a purge
+        // that still counted this view's slot read it after that store, so this load sees it)
+        if self.store.counters.purge_lag.load(Ordering::SeqCst) > 0 {
             self.store.purge();
         }
     }
@@ -440,6 +504,9 @@ impl VersionStore {
     pub fn new(limit: u64) -> Arc<Self> {
         Arc::new(VersionStore {
             clock: Mutex::new(Clock::default()),
+            quiet: AtomicU64::new(0),
+            light: (0..LIGHT_SLOTS).map(|_| Default::default()).collect(),
+            light_expired_below: AtomicU64::new(0),
             chains: RwLock::new(Chains::default()),
             last: AtomicU64::new(0),
             expired_through: AtomicU64::new(0),
@@ -463,6 +530,11 @@ impl VersionStore {
     /// Opens a read view of every commit that has finished applying.
     pub fn open_view(self: &Arc<Self>) -> View {
         let opened_ms = coarse_now_ms();
+        self.counters.views_opened.fetch_add(1, Ordering::Relaxed);
+        self.counters.views_open.fetch_add(1, Ordering::Relaxed);
+        if let Some(v) = self.open_light(opened_ms) {
+            return v;
+        }
         let (at, applying, floor, id) = {
             let mut clock = self.clock.lock();
             let floor = clock.visible();
@@ -478,16 +550,87 @@ impl VersionStore {
             group.last_view = id;
             (clock.last, applying, floor, id)
         };
-        self.counters.views_opened.fetch_add(1, Ordering::Relaxed);
-        self.counters.views_open.fetch_add(1, Ordering::Relaxed);
         View {
             store: self.clone(),
             at,
             applying,
             floor,
             id,
+            light: None,
             opened_ms,
         }
+    }
+
+    /// A light view ([`LightSlot`]), if no commit is applying and this thread's slot is free
+    /// or holds the same floor.
+    fn open_light(self: &Arc<Self>, opened_ms: u64) -> Option<View> {
+        let at = self.quiet.load(Ordering::SeqCst);
+        if at > (u64::MAX >> LIGHT_COUNT_BITS) {
+            return None; // NOT_QUIET (or a floor the slot cannot hold)
+        }
+        let k = crate::counter::stripe() % LIGHT_SLOTS;
+        let slot = &self.light[k];
+        let mut state = slot.state.load(Ordering::Relaxed);
+        loop {
+            let (floor, count) = light_unpack(state);
+            if count == LIGHT_COUNT_MAX || (count > 0 && floor != at) {
+                return None;
+            }
+            let next = (at << LIGHT_COUNT_BITS) | (count + 1);
+            match slot
+                .state
+                .compare_exchange_weak(state, next, Ordering::SeqCst, Ordering::Relaxed)
+            {
+                Ok(_) => {
+                    if count == 0 {
+                        slot.opened_ms.store(opened_ms, Ordering::Relaxed);
+                    }
+                    break;
+                }
+                Err(now) => state = now,
+            }
+        }
+        if self.last.load(Ordering::SeqCst) != at {
+            // a commit began since `quiet` was read: a purge may have missed the slot
+            slot.state.fetch_sub(1, Ordering::SeqCst);
+            return None;
+        }
+        Some(View {
+            store: self.clone(),
+            at,
+            applying: Vec::new(),
+            floor: at,
+            id: 0,
+            light: Some(k),
+            opened_ms,
+        })
+    }
+
+    /// The lowest floor of the light views not expired, with their count at it and when the
+    /// first of them opened.
+    fn light_oldest(&self) -> Option<(u64, u64, u64)> {
+        let below = self.light_expired_below.load(Ordering::SeqCst);
+        let mut oldest: Option<(u64, u64, u64)> = None;
+        for slot in self.light.iter() {
+            let (floor, count) = light_unpack(slot.state.load(Ordering::SeqCst));
+            if count == 0 || floor < below {
+                continue;
+            }
+            let opened = slot.opened_ms.load(Ordering::Relaxed);
+            oldest = Some(match oldest {
+                Some((f, _, _)) if f < floor => continue,
+                Some((f, n, o)) if f == floor => (f, n + count, o.min(opened)),
+                _ => (floor, count, opened),
+            });
+        }
+        oldest
+    }
+
+    /// Versions numbered at or below this serve no view: the clock's limit (read first), and
+    /// the light views' lowest floor (read after: see [`LightSlot`]).
+    fn purge_limit(&self) -> u64 {
+        let limit = self.clock.lock().purge_limit();
+        self.light_oldest().map_or(limit, |(f, _, _)| f.min(limit))
     }
 
     /// Numbers a commit about to apply its writes; views taken until [`Self::end_commit`] do
@@ -497,6 +640,7 @@ impl VersionStore {
         clock.last += 1;
         let cno = clock.last;
         clock.applying.insert(cno);
+        self.quiet.store(NOT_QUIET, Ordering::SeqCst);
         self.last.store(cno, Ordering::SeqCst);
         cno
     }
@@ -545,7 +689,13 @@ impl VersionStore {
     /// Commit `cno` is wholly applied: views taken from now on see it. Purges what no view
     /// needs any more.
     pub fn end_commit(&self, cno: u64) {
-        self.clock.lock().applying.remove(&cno);
+        {
+            let mut clock = self.clock.lock();
+            clock.applying.remove(&cno);
+            if clock.applying.is_empty() {
+                self.quiet.store(clock.last, Ordering::SeqCst);
+            }
+        }
         self.purge();
     }
 
@@ -553,7 +703,7 @@ impl VersionStore {
     /// between chunks).
     fn purge(&self) {
         loop {
-            let limit = self.clock.lock().purge_limit();
+            let limit = self.purge_limit();
             // Nothing kept is numbered at or below the limit. A commit that records after
             // this load was still applying when the limit was read, so it is numbered above.
             if self.oldest_kept.load(Ordering::Acquire) > limit {
@@ -589,6 +739,25 @@ impl VersionStore {
         loop {
             {
                 let mut clock = self.clock.lock();
+                let group = clock.views.first_key_value().map(|(&f, _)| f);
+                match (group, self.light_oldest()) {
+                    (None, None) => return,
+                    (g, Some((floor, count, _))) if g.is_none_or(|g| floor <= g) => {
+                        // the oldest views are light: marked by floor (see LightSlot)
+                        self.light_expired_below
+                            .fetch_max(floor + 1, Ordering::SeqCst);
+                        self.counters
+                            .views_expired
+                            .fetch_add(count, Ordering::Relaxed);
+                        drop(clock);
+                        self.purge();
+                        if self.chains.read().bytes <= limit {
+                            return;
+                        }
+                        continue;
+                    }
+                    _ => {}
+                }
                 let Some((_, g)) = clock.views.pop_first() else {
                     return;
                 };
@@ -617,7 +786,7 @@ impl VersionStore {
         c.history_versions.store(chains.versions, Ordering::Relaxed);
         c.history_bytes.store(chains.bytes, Ordering::Relaxed);
         c.purge_lag
-            .store(chains.commits.len() as u64, Ordering::Relaxed);
+            .store(chains.commits.len() as u64, Ordering::SeqCst);
         let oldest = chains
             .commits
             .first_key_value()
@@ -627,12 +796,18 @@ impl VersionStore {
 
     /// The history's figures now.
     pub fn stats(&self) -> HistoryStats {
-        let oldest = self
+        let group = self
             .clock
             .lock()
             .views
             .first_key_value()
-            .map_or(0, |(_, g)| coarse_now_ms().saturating_sub(g.opened_ms));
+            .map(|(_, g)| g.opened_ms);
+        let light = self.light_oldest().map(|(_, _, opened)| opened);
+        let oldest = match (group, light) {
+            (Some(g), Some(l)) => Some(g.min(l)),
+            (g, l) => g.or(l),
+        }
+        .map_or(0, |opened| coarse_now_ms().saturating_sub(opened));
         self.counters
             .oldest_view_age_ms
             .store(oldest, Ordering::Relaxed);
@@ -744,6 +919,93 @@ mod tests {
         let err = view.resolve(1, b"k", Some(b"new".to_vec())).unwrap_err();
         assert!(matches!(err, Error::SnapshotTooOld { .. }), "{err}");
         assert_eq!(store.stats().views_expired, 1);
+        assert_eq!(store.stats().history_versions, 0);
+    }
+
+    /// A thread's second view at another floor cannot share its light slot: it registers in
+    /// the clock, and each view keeps what it needs until it closes.
+    #[test]
+    fn a_light_view_and_a_clock_view_of_one_thread_each_keep_their_versions() {
+        let store = VersionStore::new(1 << 20);
+        let first = store.open_view(); // no commit yet: light, floor 0
+        assert!(first.light.is_some());
+        let c1 = put(&store, b"k", None);
+        store.end_commit(c1);
+        let second = store.open_view(); // the slot holds floor 0: through the clock
+        assert!(second.light.is_none());
+        let c2 = put(&store, b"k", Some(b"one"));
+        store.end_commit(c2);
+        let latest = Some(b"two".to_vec());
+        assert_eq!(first.resolve(1, b"k", latest.clone()).unwrap(), None);
+        assert_eq!(
+            second.resolve(1, b"k", latest.clone()).unwrap(),
+            Some(b"one".to_vec())
+        );
+        drop(first);
+        assert_eq!(store.stats().history_versions, 1);
+        assert_eq!(
+            second.resolve(1, b"k", latest).unwrap(),
+            Some(b"one".to_vec())
+        );
+        drop(second);
+        assert_eq!(store.stats().history_versions, 0);
+        assert_eq!(store.stats().views_open, 0);
+        // the slot is free again: the next view is light
+        assert!(store.open_view().light.is_some());
+    }
+
+    /// One writer commits a key's value as its commit number, one commit at a time, while
+    /// readers open views (light ones when no commit applies, else through the clock) and
+    /// read the key: each must read the newest commit its view sees, whatever purge dropped
+    /// meanwhile.
+    #[test]
+    fn views_opened_beside_commits_and_purges_read_their_own_state() {
+        let store = VersionStore::new(1 << 30);
+        let tree = AtomicU64::new(0);
+        let done = std::sync::atomic::AtomicBool::new(false);
+        let light = AtomicU64::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..3 {
+                s.spawn(|| {
+                    while !done.load(Ordering::Relaxed) {
+                        let view = store.open_view();
+                        if view.light.is_some() {
+                            light.fetch_add(1, Ordering::Relaxed);
+                        }
+                        for _ in 0..3 {
+                            let latest = tree.load(Ordering::SeqCst);
+                            let got = view
+                                .resolve(1, b"k", Some(latest.to_be_bytes().to_vec()))
+                                .unwrap()
+                                .expect("the key exists from commit 0 on");
+                            let want = if view.sees(view.at()) {
+                                view.at()
+                            } else {
+                                view.at() - 1
+                            };
+                            assert_eq!(u64::from_be_bytes(got.try_into().unwrap()), want);
+                            std::thread::yield_now();
+                        }
+                    }
+                });
+            }
+            for _ in 0..100_000 {
+                let cno = store.begin_commit();
+                let before = tree.load(Ordering::SeqCst);
+                store.record(
+                    cno,
+                    vec![((1, b"k".to_vec()), Some(before.to_be_bytes().to_vec()))],
+                );
+                tree.store(cno, Ordering::SeqCst);
+                store.end_commit(cno);
+            }
+            done.store(true, Ordering::Relaxed);
+        });
+        assert!(
+            light.load(Ordering::Relaxed) > 0,
+            "no light view was opened"
+        );
+        assert_eq!(store.stats().views_open, 0);
         assert_eq!(store.stats().history_versions, 0);
     }
 

@@ -89,7 +89,7 @@ crate::counter::counter_group! {
     /// Transactions and rows, counted by the API layer.
     pub struct DbCounters => DbCounts {
         /// Transactions committed (read-only and empty ones included).
-        commits: "commits",
+        commits: "commits" hot,
         /// Commits whose apply logged what they reserved and re-logged the writes left (a
         /// CommitContinued record), so that the checkpoint could pass their COMMIT.
         commit_continuations: "continuations",
@@ -112,7 +112,9 @@ pub(crate) struct DbInner {
     pub(crate) pool: Arc<BufferPool>,
     pub(crate) dur: Arc<Durability>,
     pub(crate) locks: LockTable,
-    pub(crate) next_txn: AtomicU64,
+    /// Its own cache line: every transaction bumps it, and the fields around it are read by
+    /// every operation.
+    pub(crate) next_txn: crossbeam::utils::CachePadded<AtomicU64>,
     pub(crate) recovery: RecoveryReport,
     pub(crate) cleaner: Mutex<Option<std::thread::JoinHandle<()>>>,
     pub(crate) lru_cleaner: Mutex<Option<std::thread::JoinHandle<()>>>,

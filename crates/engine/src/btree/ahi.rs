@@ -38,9 +38,9 @@ crate::counter::counter_group! {
     /// Point gets and the adaptive hash index (`adaptive_hash_index`).
     pub struct AdaptiveHashCounters => AdaptiveHashCounts named "adaptive_hash_" {
         /// Point gets answered from the leaf the adaptive hash index guessed (no descent).
-        hits: "gets",
+        hits: "gets" hot,
         /// Point gets for which the adaptive hash index held no entry (they descended).
-        misses: "gets",
+        misses: "gets" hot,
         /// Point gets whose guessed leaf no longer held the key as a leaf of the tree (the
         /// entry was stale; they descended).
         failed_guesses: "gets",

@@ -17,7 +17,7 @@ impl Tree {
     pub fn delete(&self, cx: &Ctx<'_>, key: &[u8]) -> Result<bool> {
         let buffer = self.bufferable(cx, super::ibuf::Op::Delete);
         let emptied = self.with_merges(cx, || {
-            let _smo = self.smo.read();
+            let _smo = self.smo_read();
             let mut mtr = Mtr::new(cx.pool, cx.space);
             let Some(leaf) = self.leaf_for_write(cx, &mut mtr, key, buffer)? else {
                 return Ok(Some(false)); // in the change buffer

@@ -38,7 +38,7 @@ impl Tree {
         let ahi = cx.ahi.map(|a| (a, ahi::hash(self.id, key)));
         let hint_for = |pid| HINT.then(|| self.hint_for(pid));
         self.with_merges(cx, || {
-            let _smo = self.smo.read();
+            let _smo = self.smo_read();
             let guess = ahi.and_then(|(a, h)| a.lookup(h).map(|g| (a, h, g)));
             match (ahi, guess) {
                 (Some((a, _)), None) => {

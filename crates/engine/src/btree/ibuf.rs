@@ -955,7 +955,7 @@ impl Tree {
         let mut ibuf_emptied = Vec::new();
         let mut ibuf_thin = Vec::new();
         {
-            let _smo = self.smo.read();
+            let _smo = self.smo_read();
             let _stripe = ib.stripe(pid).lock();
             if !ib.has_entries(self.id, pid) {
                 return Ok(()); // merged meanwhile
@@ -1023,7 +1023,7 @@ impl Tree {
         let mut mtr = Mtr::new(cx.pool, cx.space);
         let leaf = mtr.write(pid)?;
         self.check_node(cx, mtr.peek(leaf), pid, Some(0))?;
-        let _ismo = ib.tree.smo.read();
+        let _ismo = ib.tree.smo_read();
         let prefix = entry_prefix(self.id, pid);
         let start = entry_key(self.id, pid, 0);
         let mut il = match ib.tree.leaf_for_write(cx, &mut mtr, &start, None) {
@@ -1244,7 +1244,7 @@ mod tests {
         let inner = &db.inner;
         let ib = inner.ibuf.as_deref().unwrap();
         let leaf_of = |key: &[u8]| {
-            let _smo = idx.tree().smo.read();
+            let _smo = idx.tree().smo_read();
             idx.tree().leaf_pid_for(&inner.ctx(), key).unwrap().unwrap()
         };
         let (a, b) = (leaf_of(&k(0)), leaf_of(&k(5000)));

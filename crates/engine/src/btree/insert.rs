@@ -115,7 +115,7 @@ impl Tree {
         };
         self.with_merges(cx, || {
             {
-                let _smo = self.smo.read();
+                let _smo = self.smo_read();
                 if self.put_optimistic(cx, key, value, inline, new_cell, start)? {
                     return Ok(());
                 }

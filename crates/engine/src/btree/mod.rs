@@ -42,9 +42,9 @@ use crate::buffer::BufferPool;
 use crate::error::{Error, Result};
 use crate::page::{hdr, node, PageType};
 use crate::types::PageId;
-use parking_lot::{RwLock, RwLockWriteGuard};
+use crossbeam::sync::{ShardedLock, ShardedLockReadGuard, ShardedLockWriteGuard};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 
 /// Deeper than this is corruption (a 4 KiB page tree of depth 32 would hold more than 2^64 keys).
 pub const MAX_DEPTH: usize = 32;
@@ -97,7 +97,12 @@ crate::counter::counter_group! {
 pub struct Tree {
     pub id: u32,
     pub root: PageId,
-    smo: RwLock<()>,
+    /// The SMO latch: shared for every read and optimistic change of the tree, exclusive
+    /// for a structure modification. Sharded by thread (one reader lock per shard, a writer
+    /// takes them all), because every get takes it shared: with one lock word, two threads
+    /// doing gets wrote the same cache line twice per get, and a second thread added almost
+    /// nothing (docs/measurements.md, "Point gets on two threads").
+    smo: ShardedLock<()>,
     /// How many times the SMO latch has been taken exclusively (bumped while it is held, by
     /// [`Tree::smo_write`]): a holder of the shared latch that reads the same value as an
     /// earlier holder knows no structure modification ran in between, so every leaf still
@@ -135,7 +140,7 @@ impl Tree {
         Tree {
             id,
             root,
-            smo: RwLock::new(()),
+            smo: ShardedLock::new(()),
             smo_epoch: AtomicU64::new(0),
             dropped: AtomicBool::new(false),
             counters,
@@ -153,10 +158,16 @@ impl Tree {
 
     /// The SMO latch, exclusively, with the epoch bumped while it is held (see
     /// [`Tree::smo_epoch`]). Every structure modification takes the latch through this.
-    pub(crate) fn smo_write(&self) -> RwLockWriteGuard<'_, ()> {
-        let g = self.smo.write();
+    pub(crate) fn smo_write(&self) -> ShardedLockWriteGuard<'_, ()> {
+        // (the latch guards no data, so a panic while it was held leaves nothing to repair)
+        let g = self.smo.write().unwrap_or_else(PoisonError::into_inner);
         self.smo_epoch.fetch_add(1, Ordering::Relaxed);
         g
+    }
+
+    /// The SMO latch, shared.
+    pub(crate) fn smo_read(&self) -> ShardedLockReadGuard<'_, ()> {
+        self.smo.read().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// A hint for the leaf `page` just found; the caller holds the SMO latch shared.

@@ -58,7 +58,7 @@ impl Tree {
         reverse: bool,
         max: usize,
     ) -> Step<ScanBatch> {
-        let _smo = self.smo.read();
+        let _smo = self.smo_read();
         let start = if reverse { upper } else { lower };
         let target = match start {
             Bound::Included(k) | Bound::Excluded(k) => Target::Key(k),

@@ -31,6 +31,7 @@ mod write_back;
 
 pub use guard::{PageRead, PageWrite};
 
+use crate::counter::Hot;
 use crate::error::{Error, Health, Result};
 use crate::io::{AlignedBuf, File};
 use crate::types::{FrameId, Lsn, PageId};
@@ -223,8 +224,9 @@ impl Instance {
 /// Counters of the buffer pool (cumulative since open).
 #[derive(Default)]
 pub struct PoolCounters {
-    pub page_requests: AtomicU64,
-    pub hits: AtomicU64,
+    /// Bumped by every page access of every thread: striped (`counter::Hot`).
+    pub page_requests: Hot,
+    pub hits: Hot,
     pub pages_read: AtomicU64,
     /// Reads whose page failed `page::verify` (returned as `Error::CorruptPage`).
     pub pages_read_corrupt: AtomicU64,
@@ -232,7 +234,7 @@ pub struct PoolCounters {
     pub pages_created: AtomicU64,
     pub evictions: AtomicU64,
     pub made_young: AtomicU64,
-    pub made_not_young: AtomicU64,
+    pub made_not_young: Hot,
     pub eviction_writes: AtomicU64,
     pub free_frame_waits: AtomicU64,
     pub free_frame_wait_us: AtomicU64,
@@ -648,15 +650,15 @@ impl BufferPool {
         }
         let c = &self.counters;
         let ld = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        s.page_requests = ld(&c.page_requests);
-        s.hits = ld(&c.hits);
+        s.page_requests = c.page_requests.load(Ordering::Relaxed);
+        s.hits = c.hits.load(Ordering::Relaxed);
         s.pages_read = ld(&c.pages_read);
         s.pages_read_corrupt = ld(&c.pages_read_corrupt);
         s.pages_written = ld(&c.pages_written);
         s.pages_created = ld(&c.pages_created);
         s.evictions = ld(&c.evictions);
         s.made_young = ld(&c.made_young);
-        s.made_not_young = ld(&c.made_not_young);
+        s.made_not_young = c.made_not_young.load(Ordering::Relaxed);
         s.eviction_writes = ld(&c.eviction_writes);
         s.free_frame_waits = ld(&c.free_frame_waits);
         s.free_frame_wait_us = ld(&c.free_frame_wait_us);

@@ -343,7 +343,7 @@ impl Database {
             locks: LockTable::new(LockLimits {
                 memory_max_bytes: opts.max_lock_memory as usize,
             }),
-            next_txn: AtomicU64::new(1),
+            next_txn: crossbeam::utils::CachePadded::new(AtomicU64::new(1)),
             recovery: RecoveryReport::default(),
             cleaner: Mutex::new(None),
             lru_cleaner: Mutex::new(None),

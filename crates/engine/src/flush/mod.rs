@@ -101,8 +101,13 @@ pub struct Durability {
     /// Threads waiting for log space in `admit`, and the turn they take one at a time.
     admit_waiters: AtomicU64,
     admit_turn: Mutex<()>,
-    /// The options; the dynamic ones may change while open (read each cleaner loop).
+    /// The options; the dynamic ones may change while open (read each cleaner loop). Written
+    /// through [`Durability::set_knobs`] only.
     pub knobs: RwLock<Options>,
+    /// `transaction_isolation` (its index in `Isolation::ALL`), kept beside the knobs for
+    /// `Database::begin`: a read of the knobs' lock writes its lock word, a cache line every
+    /// thread's transactions would share.
+    isolation: std::sync::atomic::AtomicU8,
     /// The admission delay the last commit waited (or the policy asked at its last loop), µs.
     pub admission_delay_now_us: AtomicU64,
     /// The policy's delay curve, evaluated by each commit on the checkpoint age it sees.
@@ -132,6 +137,18 @@ pub struct Durability {
 }
 
 impl Durability {
+    /// Replaces the options (what `set_option` and a log resize changed).
+    pub fn set_knobs(&self, k: Options) {
+        let iso = k.transaction_isolation as u8;
+        *self.knobs.write() = k;
+        self.isolation.store(iso, Ordering::Relaxed);
+    }
+
+    /// `transaction_isolation` now.
+    pub fn isolation(&self) -> crate::mvcc::Isolation {
+        crate::mvcc::Isolation::ALL[self.isolation.load(Ordering::Relaxed) as usize]
+    }
+
     /// The durability state over `log` and `pool`; it frees log space for writers that find
     /// the log full (registered with the log's [`LogSpace`] as its [`MakeRoom`]).
     pub fn new(log: Arc<Log>, pool: Arc<BufferPool>, knobs: Options) -> Arc<Self> {
@@ -147,6 +164,7 @@ impl Durability {
             room_target: AtomicU64::new(0),
             admit_waiters: AtomicU64::new(0),
             admit_turn: Mutex::new(()),
+            isolation: std::sync::atomic::AtomicU8::new(knobs.transaction_isolation as u8),
             knobs: RwLock::new(knobs),
             admission_delay_now_us: AtomicU64::new(0),
             admission: RwLock::new(None),
