@@ -274,7 +274,7 @@ const NOT_QUIET: u64 = u64::MAX;
 /// number, or [`NOT_QUIET`]), registers that floor in its slot, then reads `last` again and
 /// keeps the view only if no commit began in between; else it leaves the slot and takes the
 /// clock's lock. A purge reads its limit from the clock (at most the visible number), then
-/// reads every slot; all of these are SeqCst. A purge that missed the registration read the
+/// reads every slot (`VersionStore::purge`); all of these are SeqCst. A purge that missed the registration read the
 /// slot before it was written, and its clock read came before that; if the view was kept,
 /// `last` was still its floor after the registration, so it was at the purge's clock read too,
 /// and the purge's limit is at most the floor. A purge that saw the registration has the
@@ -626,13 +626,6 @@ impl VersionStore {
         oldest
     }
 
-    /// Versions numbered at or below this serve no view: the clock's limit (read first), and
-    /// the light views' lowest floor (read after: see [`LightSlot`]).
-    fn purge_limit(&self) -> u64 {
-        let limit = self.clock.lock().purge_limit();
-        self.light_oldest().map_or(limit, |(f, _, _)| f.min(limit))
-    }
-
     /// Numbers a commit about to apply its writes; views taken until [`Self::end_commit`] do
     /// not see it.
     pub fn begin_commit(&self) -> u64 {
@@ -703,10 +696,19 @@ impl VersionStore {
     /// between chunks).
     fn purge(&self) {
         loop {
-            let limit = self.purge_limit();
             // Nothing kept is numbered at or below the limit. A commit that records after
             // this load was still applying when the limit was read, so it is numbered above.
-            if self.oldest_kept.load(Ordering::Acquire) > limit {
+            // The clock's limit first: the light slots can only lower it, and reading them
+            // costs a cache line each.
+            let clock_limit = self.clock.lock().purge_limit();
+            let oldest_kept = self.oldest_kept.load(Ordering::Acquire);
+            if oldest_kept > clock_limit {
+                return;
+            }
+            let limit = self
+                .light_oldest()
+                .map_or(clock_limit, |(f, _, _)| f.min(clock_limit));
+            if oldest_kept > limit {
                 return;
             }
             let mut dead = Dead::default();
