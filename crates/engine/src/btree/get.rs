@@ -62,7 +62,7 @@ impl Tree {
                 Ok(i) => {
                     // a root leaf is reached in one fetch already: no entry for it
                     if let (Some((a, h)), false) = (ahi, pid == self.root) {
-                        a.record(h, leaf.frame_id().0, i);
+                        a.record(h, leaf.frame_id().0, i, node::cell_offset(&leaf, i));
                     }
                     let v = overflow::read_value(cx, self.id, &leaf, i)?;
                     Ok((Some(v), hint_for(pid)))
@@ -116,6 +116,11 @@ impl Tree {
         g: Guess,
         key: &[u8],
     ) -> Step<Option<(Vec<u8>, PageId)>> {
+        if g.cell != 0 {
+            // the cell's first two lines: its key, and the value after it
+            let at = [node::slot_pos(g.slot), g.cell, g.cell + 64];
+            cx.pool.prefetch_guess(FrameId(g.frame), at);
+        }
         let Some(leaf) = cx.pool.read_frame(FrameId(g.frame), node::slot_pos(g.slot)) else {
             return Ok(None);
         };
@@ -129,11 +134,15 @@ impl Tree {
         }
         self.guard_leaf(cx, pid, b)?;
         let slot = if g.slot < node::nslots(b) && node::key(b, g.slot) == key {
+            if node::cell_offset(b, g.slot) / 64 != g.cell / 64 {
+                // the page was reorganised since: the cell's new place, for the next get
+                a.record(h, g.frame, g.slot, node::cell_offset(b, g.slot));
+            }
             g.slot
         } else {
             match node::search(b, key) {
                 Ok(i) => {
-                    a.record(h, g.frame, i);
+                    a.record(h, g.frame, i, node::cell_offset(b, i));
                     i
                 }
                 Err(_) => return Ok(None),

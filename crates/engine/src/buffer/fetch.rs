@@ -82,6 +82,27 @@ impl BufferPool {
     /// as a page request and a hit, and touches the LRU list as a hit does. The page header
     /// and the cache line of byte `also` (the caller's guess of what it reads first) start
     /// loading while the frame is latched.
+    /// Starts loading, all at once, what a read of frame `fid` guessed by the adaptive hash
+    /// index touches: the frame itself (its pin and latch), its page's header, and bytes `at`
+    /// of the page (the slot, the cell; each clamped to the page). Without it each is a
+    /// cache miss that waits for the one before: the frame's, for the page's address; the
+    /// slot's, for the cell's. Nothing is read or pinned: the frame may hold another page by
+    /// the time it is latched, which costs only the loads.
+    #[inline]
+    pub fn prefetch_guess<const N: usize>(&self, fid: FrameId, at: [usize; N]) {
+        let (Some(frame), Some(&base)) = (
+            self.frames.get(fid.index()),
+            self.buf_addrs.get(fid.index()),
+        ) else {
+            return;
+        };
+        super::prefetch_addr(std::ptr::from_ref(frame) as usize);
+        super::prefetch_addr(base);
+        for off in at {
+            super::prefetch_addr(base.wrapping_add(off.min(self.page_size - 1)));
+        }
+    }
+
     pub fn read_frame(&self, fid: FrameId, also: usize) -> Option<PageRead<'_>> {
         let frame = self.frames.get(fid.index())?;
         // B1' (mod.rs): the pin before the page, both SeqCst against unmap_unpinned

@@ -74,40 +74,38 @@ struct Frame {
     buf_addr: usize,
 }
 
+/// Starts loading the cache line holding `addr` into the CPU cache.
+#[inline(always)]
+fn prefetch_addr(addr: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let p = addr as *const i8;
+        // SAFETY: a prefetch instruction never faults, writes nothing and has no effect the
+        // program can observe except timing, whatever the address; `p` is not dereferenced
+        // (callers pass addresses in the pool's frames or page bytes, which live as long as
+        // the pool).
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p);
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = addr;
+}
+
 impl Frame {
     /// Starts loading the first `lines` cache lines of the frame's page into the CPU cache.
     #[inline(always)]
     fn prefetch(&self, lines: usize) {
-        #[cfg(target_arch = "x86_64")]
         for i in 0..lines {
-            let p = self.buf_addr.wrapping_add(i * 64) as *const i8;
-            // SAFETY: a prefetch instruction never faults, writes nothing and has no effect
-            // the program can observe except timing, whatever the address; `p` is not
-            // dereferenced (it points into the frame's page bytes, which live as long as the
-            // pool).
-            unsafe {
-                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p);
-            }
+            prefetch_addr(self.buf_addr.wrapping_add(i * 64));
         }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = lines;
     }
 
     /// Starts loading the cache line holding byte `off` of the frame's page (`off` below the
     /// page size: the caller clamps it).
     #[inline(always)]
     fn prefetch_at(&self, off: usize) {
-        #[cfg(target_arch = "x86_64")]
-        {
-            let p = self.buf_addr.wrapping_add(off) as *const i8;
-            // SAFETY: as in `prefetch`: a prefetch never faults and writes nothing, whatever
-            // the address; `p` is not dereferenced.
-            unsafe {
-                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p);
-            }
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = off;
+        prefetch_addr(self.buf_addr.wrapping_add(off));
     }
 }
 
@@ -364,6 +362,10 @@ pub struct BufferPool {
     /// waits on the condvar for it to move.
     frames_freed: (Mutex<u64>, parking_lot::Condvar),
     frames: Box<[Frame]>,
+    /// Each frame's `buf_addr` again, apart from the frames: 8 bytes a frame, so the array
+    /// stays in the CPU cache where the frames (a cache line each) do not, and a guessed get
+    /// finds the page's address without waiting for the frame ([`BufferPool::prefetch_guess`]).
+    buf_addrs: Box<[usize]>,
     instances: Box<[Instance]>,
     per_instance: u32,
     file: Arc<dyn File>,
@@ -471,6 +473,7 @@ impl BufferPool {
             ra_queue: Mutex::new(None),
             free_frame_waker: std::sync::OnceLock::new(),
             frames_freed: (Mutex::new(0), parking_lot::Condvar::new()),
+            buf_addrs: frames.iter().map(|f| f.buf_addr).collect(),
             frames,
             instances,
             per_instance: per_instance as u32,

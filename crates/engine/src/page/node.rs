@@ -53,6 +53,11 @@ fn cell_off(b: &[u8], i: usize) -> usize {
     rd_u16(b, slot_pos(i)) as usize
 }
 
+/// Where slot `i`'s cell starts in the page.
+pub fn cell_offset(b: &[u8], i: usize) -> usize {
+    cell_off(b, i)
+}
+
 pub fn key(b: &[u8], i: usize) -> &[u8] {
     let off = cell_off(b, i);
     let klen = rd_u16(b, off) as usize;
