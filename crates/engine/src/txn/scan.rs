@@ -86,6 +86,17 @@ fn as_bytes<K: AsRef<[u8]>>(b: &Bound<K>) -> Bound<&[u8]> {
     }
 }
 
+/// Moves bound `b` to just past `k`, in the bound's own buffer once it has one (a scan moves
+/// a bound past every row it returns: a new copy of each key was an allocation per row).
+fn pass(b: &mut Bound<Vec<u8>>, k: &[u8]) {
+    if let Bound::Excluded(buf) = b {
+        buf.clear();
+        buf.extend_from_slice(k);
+    } else {
+        *b = Bound::Excluded(k.to_vec());
+    }
+}
+
 /// True when `k` lies above the lower bound `b`.
 fn above(k: &[u8], b: &Bound<Vec<u8>>) -> bool {
     match b {
@@ -300,11 +311,7 @@ impl Scan {
             let Some((k, v)) = row else { continue };
             // every key up to this one is done for this end, a deleted one too (the other
             // end's tree rows may still hold it)
-            if up {
-                self.lo = Bound::Excluded(k.clone());
-            } else {
-                self.hi = Bound::Excluded(k.clone());
-            }
+            pass(if up { &mut self.lo } else { &mut self.hi }, &k);
             if let Some(v) = v {
                 return Ok(Some((k, v)));
             }
