@@ -103,11 +103,7 @@ pub struct Durability {
     admit_turn: Mutex<()>,
     /// The options; the dynamic ones may change while open (read each cleaner loop). Written
     /// through [`Durability::set_knobs`] only.
-    pub knobs: RwLock<Options>,
-    /// `transaction_isolation` (its index in `Isolation::ALL`), kept beside the knobs for
-    /// `Database::begin`: a read of the knobs' lock writes its lock word, a cache line every
-    /// thread's transactions would share.
-    isolation: std::sync::atomic::AtomicU8,
+    pub knobs: Knobs,
     /// The admission delay the last commit waited (or the policy asked at its last loop), µs.
     pub admission_delay_now_us: AtomicU64,
     /// The policy's delay curve, evaluated by each commit on the checkpoint age it sees.
@@ -136,17 +132,33 @@ pub struct Durability {
     stop: AtomicBool,
 }
 
+/// The options, read without a lock: every transaction reads a few (its isolation, its
+/// durability, the lock wait timeout), and a read lock writes its lock word, a cache line
+/// that every thread's transactions then pass between the cores (with two threads doing point
+/// gets, one of a dozen such lines that made a second thread add nothing). A read is a
+/// snapshot of all options at once; a change replaces the whole set.
+pub struct Knobs(arc_swap::ArcSwap<Options>);
+
+/// A read of [`Knobs`]: the options as they were when it was taken.
+pub struct KnobsRef(arc_swap::Guard<Arc<Options>>);
+
+impl std::ops::Deref for KnobsRef {
+    type Target = Options;
+    fn deref(&self) -> &Options {
+        &self.0
+    }
+}
+
+impl Knobs {
+    pub fn read(&self) -> KnobsRef {
+        KnobsRef(self.0.load())
+    }
+}
+
 impl Durability {
     /// Replaces the options (what `set_option` and a log resize changed).
     pub fn set_knobs(&self, k: Options) {
-        let iso = k.transaction_isolation as u8;
-        *self.knobs.write() = k;
-        self.isolation.store(iso, Ordering::Relaxed);
-    }
-
-    /// `transaction_isolation` now.
-    pub fn isolation(&self) -> crate::mvcc::Isolation {
-        crate::mvcc::Isolation::ALL[self.isolation.load(Ordering::Relaxed) as usize]
+        self.knobs.0.store(Arc::new(k));
     }
 
     /// The durability state over `log` and `pool`; it frees log space for writers that find
@@ -164,8 +176,7 @@ impl Durability {
             room_target: AtomicU64::new(0),
             admit_waiters: AtomicU64::new(0),
             admit_turn: Mutex::new(()),
-            isolation: std::sync::atomic::AtomicU8::new(knobs.transaction_isolation as u8),
-            knobs: RwLock::new(knobs),
+            knobs: Knobs(arc_swap::ArcSwap::from_pointee(knobs)),
             admission_delay_now_us: AtomicU64::new(0),
             admission: RwLock::new(None),
             pace_interval_ns: AtomicU64::new(0),

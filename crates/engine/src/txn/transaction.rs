@@ -134,7 +134,7 @@ impl std::fmt::Debug for Transaction {
 impl Transaction {
     pub(crate) fn new(db: Arc<DbInner>) -> Self {
         let id = TxnId(db.next_txn.fetch_add(1, Ordering::Relaxed));
-        let isolation = db.dur.isolation();
+        let isolation = db.dur.knobs.read().transaction_isolation;
         Transaction {
             db,
             id,
