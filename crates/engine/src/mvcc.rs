@@ -246,8 +246,9 @@ impl Clock {
         self.applying.first().map_or(self.last, |c| c - 1)
     }
 
-    /// Versions numbered at or below this serve no view: the oldest view's number, or the
-    /// visible one when no view is open.
+    /// Versions numbered at or below this serve no view registered in the clock: the oldest
+    /// such view's floor, or the visible number when none is open. The light views' floors
+    /// can only lower it (`VersionStore::purge` reads them after this).
     fn purge_limit(&self) -> u64 {
         let v = self.visible();
         self.views.first_key_value().map_or(v, |(&at, _)| at.min(v))
