@@ -399,6 +399,11 @@ fn render_transactions(o: &mut String, s: &Status) {
     );
     let _ = writeln!(
         o,
+        "Rows written {}, deleted {}; puts logged as the bytes that changed {}",
+        s.txns.rows_written, s.txns.rows_deleted, s.txns.writes_logged_as_patches
+    );
+    let _ = writeln!(
+        o,
         "Lock waits {} ({} us), timeouts {}, deadlocks {}",
         k.lock_waits, k.lock_wait_us, k.lock_timeouts, k.deadlocks
     );

@@ -99,6 +99,9 @@ crate::counter::counter_group! {
         rows_written: "rows",
         /// Rows deleted by committed transactions.
         rows_deleted: "rows",
+        /// Puts logged in their COMMIT record as the bytes that changed, not the whole value
+        /// (the transaction had read the value under its lock, and the length is the same).
+        writes_logged_as_patches: "writes",
     }
 }
 

@@ -502,7 +502,7 @@ impl Transaction {
         let durability = self.durability();
         let db = &self.db;
         let dur = &db.dur;
-        let (payload, redo) = apply::commit_record(db, self.id, &self.writes)?;
+        let (payload, redo) = apply::commit_record(db, self.id, &self.writes, &self.locked_values)?;
         // Reserved: the COMMIT and its apply, once. If the engine crashes while this
         // transaction applies, recovery re-applies it into a log that already holds the COMMIT
         // and what the first apply wrote (its COMMIT pins the checkpoint): it has room because

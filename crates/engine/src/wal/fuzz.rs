@@ -111,31 +111,37 @@ pub(crate) fn check_records(recs: &[Record], ps: usize) {
                 }
             }
             Record::Commit { txn, writes } | Record::CommitContinued { txn, writes, .. } => {
-                let refs: Vec<record::WriteRef<'_>> = writes
-                    .iter()
-                    .map(|w| (w.table, &w.key[..], w.value.as_deref()))
-                    .collect();
-                let mut out = Vec::new();
                 let prev = match r {
-                    Record::CommitContinued { prev, .. } => {
-                        record::encode_commit_continued(&mut out, *prev, *txn, &refs);
-                        record::CONTINUED_EXTRA_SIZE
-                    }
-                    _ => {
-                        record::encode_commit(&mut out, *txn, &refs);
-                        0
-                    }
+                    Record::CommitContinued { prev, .. } => Some(*prev),
+                    _ => None,
                 };
-                let size = prev
-                    + record::commit_size(
-                        writes
-                            .iter()
-                            .map(|w| (w.key.len(), w.value.as_ref().map_or(0, Vec::len))),
+                let mut out = Vec::new();
+                record::encode_ops(&mut out, prev, *txn, writes);
+                // a record without patches is what encode_commit writes, at commit_size
+                let full: Option<Vec<record::WriteRef<'_>>> = writes
+                    .iter()
+                    .map(|w| match &w.value {
+                        record::WriteValue::Delete => Some((w.table, &w.key[..], None)),
+                        record::WriteValue::Put(v) => Some((w.table, &w.key[..], Some(&v[..]))),
+                        record::WriteValue::Patch { .. } => None,
+                    })
+                    .collect();
+                if let Some(refs) = full {
+                    let mut plain = Vec::new();
+                    match prev {
+                        Some(p) => record::encode_commit_continued(&mut plain, p, *txn, &refs),
+                        None => record::encode_commit(&mut plain, *txn, &refs),
+                    }
+                    assert!(plain == out, "encode_ops disagrees with encode_commit");
+                    let size = prev.map_or(0, |_| record::CONTINUED_EXTRA_SIZE)
+                        + record::commit_size(
+                            refs.iter().map(|w| (w.1.len(), w.2.map_or(0, <[u8]>::len))),
+                        );
+                    assert!(
+                        out.len() == size,
+                        "commit_size disagrees with encode_commit"
                     );
-                assert!(
-                    out.len() == size,
-                    "commit_size disagrees with encode_commit"
-                );
+                }
                 let back = record::decode_group(&out, ps);
                 assert!(back.as_deref() == Some(std::slice::from_ref(r)));
             }

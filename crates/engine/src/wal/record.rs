@@ -9,9 +9,12 @@
 //!              (a page beyond the old end of the file), so redo starts from zeros; "compacted"
 //!              pages are compacted first (page::node::compact), and the ranges are relative to
 //!              that: an mtr that compacts a node logs the compaction, not every moved cell
-//! 2 Commit     txn u64 | nwrites u32 | { table u32 | klen u16 | kind u8 (1 put, 0 delete) |
-//!                                        vlen u32 | key | value }*
-//!              the logical write set of a transaction, written before any page changes
+//! 2 Commit     txn u64 | nwrites u32 | { table u32 | klen u16 | kind u8 | vlen u32 | key | v }*
+//!              the logical write set of a transaction, written before any page changes; by
+//!              kind: 0 delete (vlen 0, no v), 1 put (v: the value's vlen bytes), 2 patch (the
+//!              new value is the key's value before the write, also vlen bytes long, with runs
+//!              written over it; v: nruns u16 | { off u16 | len u16 | bytes }*, the runs
+//!              ascending and apart, len > 0, off + len <= vlen <= 65535)
 //! 3 ApplyDone  commit_lsn u64: every change of the transaction whose COMMIT group starts at
 //!              commit_lsn is in mtr groups before this one
 //! 4 CommitContinued
@@ -41,11 +44,49 @@ const MERGE_GAP: usize = 12;
 /// Longest range in one entry (len is a u16).
 const MAX_RANGE: usize = 32 * 1024;
 
+/// The kinds of a write in a COMMIT record (on disk).
+const WRITE_DELETE: u8 = 0;
+const WRITE_PUT: u8 = 1;
+const WRITE_PATCH: u8 = 2;
+/// The longest value a patch describes (its offsets and lengths are u16).
+pub const PATCH_MAX_VALUE: usize = u16::MAX as usize;
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WriteOp {
     pub table: u32,
     pub key: Vec<u8>,
-    pub value: Option<Vec<u8>>,
+    pub value: WriteValue,
+}
+
+/// What a write of a COMMIT record does to its key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WriteValue {
+    Delete,
+    Put(Vec<u8>),
+    /// The new value is the key's value before the write, `len` bytes like it, with each run
+    /// `(offset, bytes)` written over it.
+    Patch {
+        len: usize,
+        runs: Vec<(usize, Vec<u8>)>,
+    },
+}
+
+impl WriteValue {
+    /// The key's new value given its value `before` the write (`Some(None)`: deleted). None
+    /// when a patch does not fit `before` (absent, or of another length).
+    pub fn new_value(self, before: Option<&[u8]>) -> Option<Option<Vec<u8>>> {
+        match self {
+            WriteValue::Delete => Some(None),
+            WriteValue::Put(v) => Some(Some(v)),
+            WriteValue::Patch { len, runs } => {
+                let mut v = before.filter(|b| b.len() == len)?.to_vec();
+                for (off, bytes) in runs {
+                    v.get_mut(off..off + bytes.len())?.copy_from_slice(&bytes);
+                }
+                Some(Some(v))
+            }
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -279,16 +320,58 @@ fn encode_diff(
 pub type WriteRef<'a> = (u32, &'a [u8], Option<&'a [u8]>);
 
 pub fn encode_commit(out: &mut Vec<u8>, txn: u64, writes: &[WriteRef<'_>]) {
-    encode_writes(out, None, txn, writes);
+    encode_writes(out, None, txn, writes, &[]);
+}
+
+/// A COMMIT record whose puts are patches where that is shorter: `befores[i]`, when given,
+/// is the value write `i`'s key holds before the commit (what a crash's re-apply will find
+/// there unless the write is already in place). At most [`commit_size`] bytes. Returns how
+/// many writes it logged as patches.
+pub fn encode_commit_patched(
+    out: &mut Vec<u8>,
+    txn: u64,
+    writes: &[WriteRef<'_>],
+    befores: &[Option<&[u8]>],
+) -> usize {
+    encode_writes(out, None, txn, writes, befores)
 }
 
 /// A CommitContinued record: the `writes` transaction `txn` has still to apply, replacing the
 /// COMMIT (or continuation) whose group starts at `prev`. [`commit_size`] of them plus 8 bytes.
 pub fn encode_commit_continued(out: &mut Vec<u8>, prev: u64, txn: u64, writes: &[WriteRef<'_>]) {
-    encode_writes(out, Some(prev), txn, writes);
+    encode_writes(out, Some(prev), txn, writes, &[]);
 }
 
-fn encode_writes(out: &mut Vec<u8>, prev: Option<u64>, txn: u64, writes: &[WriteRef<'_>]) {
+/// A COMMIT (`prev` None) or CommitContinued record of decoded writes, byte for byte as
+/// they were encoded (patches stay patches).
+pub fn encode_ops(out: &mut Vec<u8>, prev: Option<u64>, txn: u64, ops: &[WriteOp]) {
+    let len_at = begin_writes(out, prev, txn, ops.len());
+    for op in ops {
+        let (kind, vlen) = match &op.value {
+            WriteValue::Delete => (WRITE_DELETE, 0),
+            WriteValue::Put(v) => (WRITE_PUT, v.len()),
+            WriteValue::Patch { len, .. } => (WRITE_PATCH, *len),
+        };
+        write_head(out, op.table, &op.key, kind, vlen);
+        match &op.value {
+            WriteValue::Delete => {}
+            WriteValue::Put(v) => out.extend_from_slice(v),
+            WriteValue::Patch { runs, .. } => {
+                out.extend_from_slice(&(runs.len() as u16).to_le_bytes());
+                for (off, bytes) in runs {
+                    out.extend_from_slice(&(*off as u16).to_le_bytes());
+                    out.extend_from_slice(&(bytes.len() as u16).to_le_bytes());
+                    out.extend_from_slice(bytes);
+                }
+            }
+        }
+    }
+    end_record(out, len_at);
+}
+
+/// The record's type, a length to fill in (its offset is returned), and the fields before
+/// the writes.
+fn begin_writes(out: &mut Vec<u8>, prev: Option<u64>, txn: u64, n: usize) -> usize {
     out.push(if prev.is_some() {
         REC_COMMIT_CONTINUED
     } else {
@@ -300,19 +383,98 @@ fn encode_writes(out: &mut Vec<u8>, prev: Option<u64>, txn: u64, writes: &[Write
         out.extend_from_slice(&prev.to_le_bytes());
     }
     out.extend_from_slice(&txn.to_le_bytes());
-    out.extend_from_slice(&(writes.len() as u32).to_le_bytes());
-    for (table, key, value) in writes {
-        out.extend_from_slice(&table.to_le_bytes());
-        out.extend_from_slice(&(key.len() as u16).to_le_bytes());
-        out.push(value.is_some() as u8);
-        out.extend_from_slice(&(value.map_or(0, <[u8]>::len) as u32).to_le_bytes());
-        out.extend_from_slice(key);
-        if let Some(v) = value {
-            out.extend_from_slice(v);
-        }
-    }
+    out.extend_from_slice(&(n as u32).to_le_bytes());
+    len_at
+}
+
+fn write_head(out: &mut Vec<u8>, table: u32, key: &[u8], kind: u8, vlen: usize) {
+    out.extend_from_slice(&table.to_le_bytes());
+    out.extend_from_slice(&(key.len() as u16).to_le_bytes());
+    out.push(kind);
+    out.extend_from_slice(&(vlen as u32).to_le_bytes());
+    out.extend_from_slice(key);
+}
+
+fn end_record(out: &mut [u8], len_at: usize) {
     let body = (out.len() - len_at - 4) as u32;
     out[len_at..len_at + 4].copy_from_slice(&body.to_le_bytes());
+}
+
+fn encode_writes(
+    out: &mut Vec<u8>,
+    prev: Option<u64>,
+    txn: u64,
+    writes: &[WriteRef<'_>],
+    befores: &[Option<&[u8]>],
+) -> usize {
+    let len_at = begin_writes(out, prev, txn, writes.len());
+    let mut patches = 0;
+    for (i, &(table, key, value)) in writes.iter().enumerate() {
+        let Some(v) = value else {
+            write_head(out, table, key, WRITE_DELETE, 0);
+            continue;
+        };
+        match befores
+            .get(i)
+            .copied()
+            .flatten()
+            .and_then(|old| patch_runs(old, v))
+        {
+            Some(runs) => {
+                patches += 1;
+                write_head(out, table, key, WRITE_PATCH, v.len());
+                out.extend_from_slice(&(runs.len() as u16).to_le_bytes());
+                for (s, e) in runs {
+                    out.extend_from_slice(&(s as u16).to_le_bytes());
+                    out.extend_from_slice(&((e - s) as u16).to_le_bytes());
+                    out.extend_from_slice(&v[s..e]);
+                }
+            }
+            None => {
+                write_head(out, table, key, WRITE_PUT, v.len());
+                out.extend_from_slice(v);
+            }
+        }
+    }
+    end_record(out, len_at);
+    patches
+}
+
+/// The runs `[s, e)` where `new` differs from `old`, two runs less than [`MERGE_GAP`] apart
+/// logged as one, when the patch they make (a u16 count, and each run's offset, length and
+/// bytes) is shorter than `new`; None when it is not, or when the lengths differ or exceed
+/// [`PATCH_MAX_VALUE`]. An update of a few columns of a wide row logs those columns.
+fn patch_runs(old: &[u8], new: &[u8]) -> Option<Vec<(usize, usize)>> {
+    if old.len() != new.len() || new.len() > PATCH_MAX_VALUE {
+        return None;
+    }
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    let mut size = 2;
+    let mut j = 0;
+    while j < new.len() {
+        if old[j] == new[j] {
+            j += 1;
+            continue;
+        }
+        let s = j;
+        while j < new.len() && old[j] != new[j] {
+            j += 1;
+        }
+        match runs.last_mut() {
+            Some(last) if s - last.1 < MERGE_GAP => {
+                size += j - last.1;
+                last.1 = j;
+            }
+            _ => {
+                size += 4 + j - s;
+                runs.push((s, j));
+            }
+        }
+        if size >= new.len() {
+            return None;
+        }
+    }
+    (size < new.len()).then_some(runs)
 }
 
 /// Bytes of a COMMIT record besides its writes (type, length, txn, count).
@@ -371,16 +533,47 @@ fn read_range<'a>(b: &mut Rd<'a>, page_size: usize) -> Option<(usize, &'a [u8])>
     Some((off, b.take(l)?))
 }
 
-/// One write of a COMMIT, borrowed: table, key, and the value (None: a delete).
-fn read_write<'a>(b: &mut Rd<'a>) -> Option<WriteRef<'a>> {
+/// What one write of a COMMIT does, borrowed from the record.
+enum ValueRef<'a> {
+    Delete,
+    Put(&'a [u8]),
+    /// `runs`: the encoded `nruns u16 | { off u16 | len u16 | bytes }*`, checked against
+    /// `len`.
+    Patch {
+        len: usize,
+        runs: &'a [u8],
+    },
+}
+
+/// One write of a COMMIT, borrowed: table, key, and what it does to the key.
+fn read_write<'a>(b: &mut Rd<'a>) -> Option<(u32, &'a [u8], ValueRef<'a>)> {
     let table = b.u32()?;
     let klen = b.u16()? as usize;
     let kind = b.u8()?;
     let vlen = b.u32()? as usize;
     let key = b.take(klen)?;
     let value = match kind {
-        1 => Some(b.take(vlen)?),
-        0 if vlen == 0 => None,
+        WRITE_PUT => ValueRef::Put(b.take(vlen)?),
+        WRITE_DELETE if vlen == 0 => ValueRef::Delete,
+        WRITE_PATCH if vlen <= PATCH_MAX_VALUE => {
+            let from = b.at;
+            let n = b.u16()?;
+            let mut end = 0;
+            for _ in 0..n {
+                let off = b.u16()? as usize;
+                let l = b.u16()? as usize;
+                if off < end || l == 0 || off + l > vlen {
+                    return None;
+                }
+                b.take(l)?;
+                end = off + l;
+            }
+            let all: &'a [u8] = b.b;
+            ValueRef::Patch {
+                len: vlen,
+                runs: &all[from..b.at],
+            }
+        }
         _ => return None,
     };
     Some((table, key, value))
@@ -433,10 +626,25 @@ fn owned_writes(writes: &[u8]) -> Option<Vec<WriteOp>> {
     let mut out = Vec::new();
     while b.at < writes.len() {
         let (table, key, value) = read_write(&mut b)?;
+        let value = match value {
+            ValueRef::Delete => WriteValue::Delete,
+            ValueRef::Put(v) => WriteValue::Put(v.to_vec()),
+            ValueRef::Patch { len, runs } => {
+                let mut r = Rd { b: runs, at: 0 };
+                let n = r.u16()?;
+                let mut out = Vec::with_capacity(n as usize);
+                for _ in 0..n {
+                    let off = r.u16()? as usize;
+                    let l = r.u16()? as usize;
+                    out.push((off, r.take(l)?.to_vec()));
+                }
+                WriteValue::Patch { len, runs: out }
+            }
+        };
         out.push(WriteOp {
             table,
             key: key.to_vec(),
-            value: value.map(<[u8]>::to_vec),
+            value,
         });
     }
     Some(out)
@@ -823,22 +1031,104 @@ mod tests {
                     WriteOp {
                         table: 3,
                         key: b"k1".to_vec(),
-                        value: Some(b"v1v1".to_vec())
+                        value: WriteValue::Put(b"v1v1".to_vec())
                     },
                     WriteOp {
                         table: 3,
                         key: b"k2".to_vec(),
-                        value: None
+                        value: WriteValue::Delete
                     },
                     WriteOp {
                         table: 4,
                         key: vec![],
-                        value: Some(vec![])
+                        value: WriteValue::Put(vec![])
                     },
                 ]
             }
         );
         assert_eq!(recs[1], Record::ApplyDone { commit_lsn: 12345 });
+    }
+
+    #[test]
+    fn a_put_over_a_known_value_is_logged_as_its_changed_runs() {
+        let old: Vec<u8> = (0..300u32).map(|i| i as u8).collect();
+        let mut new = old.clone();
+        new[10] = 0xEE; // run 1
+        new[15] = 0xEE; // within MERGE_GAP of run 1: joined to it
+        new[200..204].copy_from_slice(&[1, 2, 3, 4]); // run 2
+        let short = b"ab";
+        let writes: Vec<WriteRef<'_>> = vec![
+            (1, b"patched", Some(&new)),
+            (1, b"other length", Some(&new[..299])),
+            (1, b"no before", Some(&new)),
+            (1, b"too short to patch", Some(short)),
+            (1, b"deleted", None),
+        ];
+        let befores = [
+            Some(&old[..]),
+            Some(&old[..]),
+            None,
+            Some(&b"ba"[..]),
+            Some(&old[..]),
+        ];
+        let mut out = Vec::new();
+        assert_eq!(encode_commit_patched(&mut out, 9, &writes, &befores), 1);
+        let mut full = Vec::new();
+        encode_commit(&mut full, 9, &writes);
+        // the patch: count, two runs of 6 and 4 bytes with their headers
+        assert_eq!(full.len() - out.len(), 300 - (2 + 4 + 6 + 4 + 4));
+        let Some(recs) = decode_group(&out, 4096) else {
+            panic!("the patched record does not decode");
+        };
+        let Record::Commit {
+            txn: 9,
+            writes: ops,
+        } = &recs[0]
+        else {
+            panic!("not a commit: {recs:?}");
+        };
+        assert_eq!(
+            ops[0].value,
+            WriteValue::Patch {
+                len: 300,
+                runs: vec![(10, new[10..16].to_vec()), (200, vec![1, 2, 3, 4])]
+            }
+        );
+        // applied over the old value or over the new one (a re-apply after the write landed)
+        for base in [&old, &new] {
+            assert_eq!(
+                ops[0].value.clone().new_value(Some(base)),
+                Some(Some(new.clone()))
+            );
+        }
+        assert_eq!(ops[0].value.clone().new_value(None), None);
+        assert_eq!(ops[0].value.clone().new_value(Some(&old[..299])), None);
+        assert_eq!(ops[1].value, WriteValue::Put(new[..299].to_vec()));
+        assert_eq!(ops[2].value, WriteValue::Put(new.clone()));
+        assert_eq!(ops[3].value, WriteValue::Put(short.to_vec()));
+        assert_eq!(ops[4].value, WriteValue::Delete);
+        // decoded writes encode back to the same bytes
+        let mut again = Vec::new();
+        encode_ops(&mut again, None, 9, ops);
+        assert_eq!(again, out);
+        // runs out of order, empty, or past the value are refused
+        for bad in [
+            vec![(200, vec![1u8]), (10, vec![2])],
+            vec![(10, vec![])],
+            vec![(299, vec![1, 2])],
+        ] {
+            let op = WriteOp {
+                table: 1,
+                key: b"k".to_vec(),
+                value: WriteValue::Patch {
+                    len: 300,
+                    runs: bad,
+                },
+            };
+            let mut b = Vec::new();
+            encode_ops(&mut b, None, 1, &[op]);
+            assert!(decode_group(&b, 4096).is_none());
+        }
     }
 
     #[test]

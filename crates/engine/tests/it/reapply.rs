@@ -17,7 +17,9 @@
 //!
 //! Each big transaction also puts its first keys into, and deletes them from, an index table
 //! ("bigidx", btree/ibuf.rs), whose re-apply skips what is in place through reads that merge
-//! any buffered changes first.
+//! any buffered changes first. And it updates a few bytes of rows of the previous one that it
+//! read under their locks (`get_for_update`), which its COMMIT logs as patches: re-applied
+//! over the value before or after the write, each must give the same row.
 //!
 //! Checked after each recovery: `check` passes, every acknowledged transaction is present, the
 //! big transactions form a prefix (each all or nothing, the index table with them), and over
@@ -42,6 +44,9 @@ const SMALL_THREADS: u64 = 2;
 /// Rows of each big transaction whose keys also go into the index table (all of them would
 /// take the transaction past half the log).
 const IDX_ROWS: u64 = 80;
+/// Rows of the previous big transaction (after the deleted ones) each big transaction reads
+/// under its lock and updates in place.
+const PATCHED: std::ops::Range<u64> = BIG_DELETES..BIG_DELETES + 40;
 
 fn opts_full_log() -> Options {
     let mut o = opts(4096, 1024 * 4096);
@@ -68,9 +73,23 @@ fn big_val(i: u64) -> Vec<u8> {
     v
 }
 
-/// Whether key j of big transaction i is present after the first n big transactions.
-fn big_present(i: u64, j: u64, n: u64) -> bool {
-    i < n && !(j < BIG_DELETES && i + 1 < n)
+/// Row `v` of big transaction i as big transaction i + 1 updates it: a few bytes changed.
+fn patched(mut v: Vec<u8>, i: u64) -> Vec<u8> {
+    v[40..44].copy_from_slice(&((i + 1) as u32).to_le_bytes());
+    v[90] ^= 0xA5;
+    v
+}
+
+/// Whether key j of big transaction i is present after the first n big transactions, and
+/// with what value.
+fn big_expected(i: u64, j: u64, n: u64) -> Option<Vec<u8>> {
+    if i >= n || (j < BIG_DELETES && i + 1 < n) {
+        return None;
+    }
+    if PATCHED.contains(&j) && i + 1 < n {
+        return Some(patched(big_val(i), i));
+    }
+    Some(big_val(i))
 }
 
 #[derive(Default)]
@@ -104,6 +123,13 @@ fn big_worker(db: Database, p: Arc<Progress>, stop: Arc<AtomicBool>) {
                     if j < IDX_ROWS {
                         txn.delete(&idx, &big_key(i - 1, j))?;
                     }
+                }
+                for j in PATCHED {
+                    let k = big_key(i - 1, j);
+                    let Some(v) = txn.get_for_update(&big, &k)? else {
+                        panic!("big row {}/{j} is missing before its update", i - 1);
+                    };
+                    txn.put(&big, &k, &patched(v, i - 1))?;
                 }
             }
             p.big_attempted.store(i + 1, Ordering::SeqCst);
@@ -171,28 +197,21 @@ fn verify(db: &Database, p: &Progress, seed: u64) {
     for i in 0..hi.max(1) {
         for j in 0..BIG_ROWS {
             let v = txn.get(&big, &big_key(i, j)).unwrap();
-            if let Some(v) = &v {
-                assert_eq!(v, &big_val(i), "seed {seed}: value of big row {i}/{j}");
-            }
             let in_idx = txn.get(&idx, &big_key(i, j)).unwrap();
             assert_eq!(
                 in_idx.is_some(),
                 v.is_some() && j < IDX_ROWS,
                 "seed {seed}: big row {i}/{j} and the index table disagree"
             );
-            found.push((i, j, v.is_some()));
+            found.push((i, j, v));
         }
     }
-    let n = (lo..=hi).find(|&n| {
-        found
-            .iter()
-            .all(|&(i, j, here)| here == big_present(i, j, n))
-    });
+    let n = (lo..=hi).find(|&n| found.iter().all(|(i, j, v)| *v == big_expected(*i, *j, n)));
     assert!(
         n.is_some(),
         "seed {seed}: the big rows are not the state after any prefix of {lo}..={hi} big \
          transactions ({} of {} rows present)",
-        found.iter().filter(|f| f.2).count(),
+        found.iter().filter(|f| f.2.is_some()).count(),
         found.len()
     );
 }
@@ -231,12 +250,18 @@ fn one_run(seed: u64) -> u64 {
         std::thread::yield_now();
     }
     std::thread::sleep(Duration::from_micros(rng.gen_range(0..3000)));
+    // the big transactions acknowledged so far logged their updates as patches
+    let patches = db.status().txns.writes_logged_as_patches;
     sim.crash_with(CrashMode::DropUnsynced);
     stop.store(true, Ordering::Relaxed);
     for h in hs {
         h.join().unwrap();
     }
     drop(db);
+    assert!(
+        patches >= (target - 1) * PATCHED.count() as u64,
+        "seed {seed}: {patches} writes logged as patches in {target} big transactions"
+    );
     let db = Database::open_in(Arc::new(sim.clone()), o)
         .unwrap_or_else(|e| panic!("seed {seed}: recovery failed: {e}"));
     verify(&db, &p, seed);
