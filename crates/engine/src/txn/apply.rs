@@ -24,6 +24,41 @@ pub(super) type WriteSet = BTreeMap<WriteKey, (Table, Option<Vec<u8>>)>;
 /// written key's before-image from here instead of reading the tree again.
 pub(super) type LockedValues = BTreeMap<WriteKey, Option<Vec<u8>>>;
 
+/// Each write's key's value before the commit (None: absent), in the write set's order, and
+/// where the read found its leaf (for the put that follows).
+pub(super) type Befores = Vec<(Option<Vec<u8>>, Option<LeafHint>)>;
+
+/// The before-images of a commit's writes, read before its COMMIT record is encoded (its
+/// patches are taken against them) and recorded for read views by [`apply_writes`]. Every
+/// written key is under this transaction's exclusive lock, and every change of a key's value
+/// is an apply holding that lock, so they are the tree's values until this commit applies. A
+/// value in `locked` (taken out) is that value without a tree read; an index table's put
+/// inserts an absent key and its delete removes a present one (its contract, btree/ibuf.rs),
+/// so its before-image is known without reading the leaf, which is what lets the change
+/// buffer take the write.
+pub(super) fn read_befores(
+    db: &DbInner,
+    writes: &WriteSet,
+    locked: &mut LockedValues,
+) -> Result<Befores> {
+    let cx = db.ctx();
+    let mut out = Vec::with_capacity(writes.len());
+    for (wk, (t, v)) in writes {
+        out.push(if t.tree().key_set {
+            (v.is_none().then(Vec::new), None)
+        } else if let Some(old) = locked.remove(wk) {
+            debug_assert!(
+                old == t.tree().get(&cx, &wk.1)?,
+                "a value read under the key's lock changed before the commit"
+            );
+            (old, None)
+        } else {
+            t.tree().get_hinted(&cx, &wk.1)?
+        });
+    }
+    Ok(out)
+}
+
 /// The writes of `writes` as the log records them: (table id, key, new value).
 fn write_refs<'w>(
     writes: impl Iterator<Item = (&'w WriteKey, &'w (Table, Option<Vec<u8>>))>,
@@ -37,15 +72,16 @@ fn write_refs<'w>(
 const MAX_COMMIT_SHARE_OF_LOG: u64 = 4;
 
 /// The COMMIT record of transaction `txn`'s `writes` and the redo it needs with its apply
-/// (estimated); refused when either is over its limit. A put over a value the transaction
-/// read under its lock (`locked`) is logged as the runs that changed, where that is shorter
-/// (a TPC-C stock update changes 4 columns of a 300-byte row). The limits are checked on the
-/// record without patches, so whether a transaction fits does not depend on its values.
+/// (estimated); refused when either is over its limit. A put over a value of the same length
+/// (its before-image in `befores`, from [`read_befores`]) is logged as the runs that changed,
+/// where that is shorter: a TPC-C stock update changes 4 columns of a 300-byte row. The
+/// limits are checked on the record without patches, so whether a transaction fits does not
+/// depend on the values it replaces.
 pub(super) fn commit_record(
     db: &DbInner,
     txn: TxnId,
     writes: &WriteSet,
-    locked: &LockedValues,
+    befores: &Befores,
 ) -> Result<(Vec<u8>, u64)> {
     let dur = &db.dur;
     let ops = write_refs(writes.iter());
@@ -61,16 +97,9 @@ pub(super) fn commit_record(
                   commit in smaller transactions",
         });
     }
-    let befores: Vec<Option<&[u8]>> = if locked.is_empty() {
-        Vec::new()
-    } else {
-        writes
-            .keys()
-            .map(|wk| locked.get(wk).and_then(|v| v.as_deref()))
-            .collect()
-    };
+    let before_refs: Vec<Option<&[u8]>> = befores.iter().map(|b| b.0.as_deref()).collect();
     let mut payload = Vec::with_capacity(size);
-    let patches = record::encode_commit_patched(&mut payload, txn.0, &ops, &befores);
+    let patches = record::encode_commit_patched(&mut payload, txn.0, &ops, &before_refs);
     db.counters
         .writes_logged_as_patches
         .fetch_add(patches as u64, Ordering::Relaxed);
@@ -251,46 +280,28 @@ impl<'a> Applying<'a> {
     }
 }
 
-/// Applies a write set to the B+trees. A commit passes its commit number: each key's value
-/// before the change is recorded for read views first (mvcc.rs), all of them before the first
-/// key changes; a value in `locked` (taken out) is that value without a tree read. Recovery's
-/// re-apply passes `None` (no view exists while a database opens): a
-/// write already in place (the key holds that value, or a deleted key is absent) is skipped,
-/// so it logs nothing. Sound because the key locks kept every later transaction off these
-/// keys until this one's apply finished. Before each write, an apply that has logged its
-/// budget continues its commit ([`Applying`]).
+/// Applies a write set to the B+trees. A commit passes its commit number and the writes'
+/// before-images ([`read_befores`]): they are recorded for read views first (mvcc.rs), all
+/// of them before the first key changes. Recovery's re-apply passes `None` (no view exists
+/// while a database opens): a write already in place (the key holds that value, or a deleted
+/// key is absent) is skipped, so it logs nothing. Sound because the key locks kept every
+/// later transaction off these keys until this one's apply finished. Before each write, an
+/// apply that has logged its budget continues its commit ([`Applying`]).
 pub(crate) fn apply_writes<'a>(
     db: &'a DbInner,
     writes: &WriteSet,
-    cno: Option<u64>,
-    locked: &mut LockedValues,
+    commit: Option<(u64, Befores)>,
     applying: &mut Applying<'a>,
 ) -> Result<()> {
     let cx = db.ctx();
-    let skip_applied = cno.is_none();
+    let skip_applied = commit.is_none();
     // where each key's leaf was found by the read of its before-image, for its put
     let mut hints: Vec<Option<LeafHint>> = vec![None; writes.len()];
-    if let Some(cno) = cno {
+    if let Some((cno, befores)) = commit {
         let mut before = Vec::with_capacity(writes.len());
-        for (i, (wk, (t, v))) in writes.iter().enumerate() {
-            let (tid, key) = wk;
-            // An index table's put inserts an absent key and its delete removes a present one
-            // (its contract, btree/ibuf.rs): the before-image is known without reading the
-            // leaf, which is what lets the change buffer take the write.
-            let old = if t.tree().key_set {
-                v.is_none().then(Vec::new)
-            } else if let Some(old) = locked.remove(wk) {
-                debug_assert!(
-                    old == t.tree().get(&cx, key)?,
-                    "a value read under the key's lock changed before the commit"
-                );
-                old
-            } else {
-                let (old, hint) = t.tree().get_hinted(&cx, key)?;
-                hints[i] = hint;
-                old
-            };
-            before.push(((*tid, key.clone()), old));
+        for (i, (wk, (old, hint))) in writes.keys().zip(befores).enumerate() {
+            hints[i] = hint;
+            before.push((wk.clone(), old));
         }
         db.dur.versions.record(cno, before);
     }
@@ -390,7 +401,7 @@ pub(crate) fn reapply(
         }
         let budget = apply_redo_estimate(db.pool.page_size(), &write_refs(ws.iter()));
         let mut applying = Applying::new(commit_lsn, txn, budget, None);
-        apply_writes(db, &ws, None, &mut LockedValues::new(), &mut applying)?;
+        apply_writes(db, &ws, None, &mut applying)?;
         let mut done = Vec::with_capacity(16);
         record::encode_apply_done(&mut done, applying.pin.0);
         drop(db.dur.space.append_fenced(&done)?);

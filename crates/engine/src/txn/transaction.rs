@@ -502,7 +502,8 @@ impl Transaction {
         let durability = self.durability();
         let db = &self.db;
         let dur = &db.dur;
-        let (payload, redo) = apply::commit_record(db, self.id, &self.writes, &self.locked_values)?;
+        let befores = apply::read_befores(db, &self.writes, &mut self.locked_values)?;
+        let (payload, redo) = apply::commit_record(db, self.id, &self.writes, &befores)?;
         // Reserved: the COMMIT and its apply, once. If the engine crashes while this
         // transaction applies, recovery re-applies it into a log that already holds the COMMIT
         // and what the first apply wrote (its COMMIT pins the checkpoint): it has room because
@@ -526,13 +527,7 @@ impl Transaction {
         );
         // numbered just before the apply: views taken until it ends do not see it
         let cno = db.dur.versions.begin_commit();
-        let applied = apply::apply_writes(
-            db,
-            &self.writes,
-            Some(cno),
-            &mut self.locked_values,
-            &mut applying,
-        );
+        let applied = apply::apply_writes(db, &self.writes, Some((cno, befores)), &mut applying);
         db.dur.versions.end_commit(cno);
         if let Err(e) = applied {
             // the COMMIT is in the log: recovery will re-apply it; this process cannot

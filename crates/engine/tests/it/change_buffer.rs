@@ -324,7 +324,15 @@ fn the_background_merge_gets_log_space_while_writers_wait_for_it() {
     let plain = db.create_table("plain").unwrap();
     let stop = AtomicBool::new(false);
     let commits = AtomicU64::new(0);
+    /// Stops the writers when the checks end, failed ones too (the scope joins them).
+    struct StopOnDrop<'a>(&'a AtomicBool);
+    impl Drop for StopOnDrop<'_> {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::Relaxed);
+        }
+    }
     std::thread::scope(|s| {
+        let _stop_writers = StopOnDrop(&stop);
         for th in 0..4u64 {
             let (db, plain, stop, commits) = (&db, &plain, &stop, &commits);
             s.spawn(move || {
@@ -333,7 +341,8 @@ fn the_background_merge_gets_log_space_while_writers_wait_for_it() {
                     let mut txn = db.begin();
                     for j in 0..100 {
                         let k = (th * 1_000_003 + i * 7_919 + j * 104_729) % 3_000;
-                        txn.put(plain, &key16(k), &val(k, 400)).unwrap();
+                        // a new value each time: an unchanged one logs next to nothing
+                        txn.put(plain, &key16(k), &val(k + i + 1, 400)).unwrap();
                     }
                     txn.commit().unwrap();
                     commits.fetch_add(1, Ordering::Relaxed);
@@ -377,7 +386,6 @@ fn the_background_merge_gets_log_space_while_writers_wait_for_it() {
             );
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
-        stop.store(true, Ordering::Relaxed);
     });
     let st = db.status().change_buffer;
     assert!(st.merges_by_background > 0, "{st:?}");
