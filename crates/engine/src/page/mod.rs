@@ -96,6 +96,15 @@ fn wr_u64(b: &mut [u8], off: usize, v: u64) {
     b[off..off + 8].copy_from_slice(&v.to_le_bytes());
 }
 
+/// The first run `[s, e)` at or after `from` where `a` and `b` (of equal length) differ, if
+/// any: the unit both an in-place overwrite and a COMMIT's patch log.
+pub fn changed_run(a: &[u8], b: &[u8], from: usize) -> Option<(usize, usize)> {
+    let n = a.len().min(b.len());
+    let s = (from..n).find(|&i| a[i] != b[i])?;
+    let e = (s..n).find(|&i| a[i] == b[i]).unwrap_or(n);
+    Some((s, e))
+}
+
 /// Where a change to a page wrote. The page-changing functions named `..._noting` report every
 /// byte range `start..end` they write to it, so that a mini-transaction that changes a page
 /// only through them logs those ranges (mtr.rs) instead of copying the page before its first

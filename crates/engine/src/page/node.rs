@@ -114,17 +114,10 @@ pub fn overwrite_inline_value_noting<T: Touch + ?Sized>(
     let start = off + CELL_HEADER + klen;
     let old = &mut b[start..start + v.len()];
     let mut j = 0;
-    while j < v.len() {
-        if old[j] == v[j] {
-            j += 1;
-            continue;
-        }
-        let run = j;
-        while j < v.len() && old[j] != v[j] {
-            j += 1;
-        }
-        old[run..j].copy_from_slice(&v[run..j]);
-        t.touch(start + run, start + j);
+    while let Some((run, end)) = super::changed_run(old, v, j) {
+        old[run..end].copy_from_slice(&v[run..end]);
+        t.touch(start + run, start + end);
+        j = end;
     }
     true
 }

@@ -451,15 +451,8 @@ fn patch_runs(old: &[u8], new: &[u8]) -> Option<Vec<(usize, usize)>> {
     let mut runs: Vec<(usize, usize)> = Vec::new();
     let mut size = 2;
     let mut j = 0;
-    while j < new.len() {
-        if old[j] == new[j] {
-            j += 1;
-            continue;
-        }
-        let s = j;
-        while j < new.len() && old[j] != new[j] {
-            j += 1;
-        }
+    while let Some((s, e)) = crate::page::changed_run(old, new, j) {
+        j = e;
         match runs.last_mut() {
             Some(last) if s - last.1 < MERGE_GAP => {
                 size += j - last.1;
