@@ -68,6 +68,15 @@ fn write_refs<'w>(
         .collect()
 }
 
+/// A transaction's encoded COMMIT record.
+pub(super) struct CommitRecord {
+    pub(super) payload: Vec<u8>,
+    /// The redo the record and its apply need (estimated): what the commit reserves.
+    pub(super) redo: u64,
+    /// Writes logged as patches (counted once the record is in the log).
+    pub(super) patches: u64,
+}
+
 /// Share of the log capacity one COMMIT record may take.
 const MAX_COMMIT_SHARE_OF_LOG: u64 = 4;
 
@@ -82,7 +91,7 @@ pub(super) fn commit_record(
     txn: TxnId,
     writes: &WriteSet,
     befores: &Befores,
-) -> Result<(Vec<u8>, u64)> {
+) -> Result<CommitRecord> {
     let dur = &db.dur;
     let ops = write_refs(writes.iter());
     let size = record::commit_size(ops.iter().map(|o| (o.1.len(), o.2.map_or(0, <[u8]>::len))));
@@ -100,9 +109,6 @@ pub(super) fn commit_record(
     let before_refs: Vec<Option<&[u8]>> = befores.iter().map(|b| b.0.as_deref()).collect();
     let mut payload = Vec::with_capacity(size);
     let patches = record::encode_commit_patched(&mut payload, txn.0, &ops, &before_refs);
-    db.counters
-        .writes_logged_as_patches
-        .fetch_add(patches as u64, Ordering::Relaxed);
     let redo = payload.len() as u64 + apply_redo_estimate(db.pool.page_size(), &ops);
     let redo_limit = max_transaction_redo(dur.log.capacity());
     if redo > redo_limit {
@@ -114,7 +120,11 @@ pub(super) fn commit_record(
                   log_files_in_group), or commit in smaller transactions",
         });
     }
-    Ok((payload, redo))
+    Ok(CommitRecord {
+        payload,
+        redo,
+        patches: patches as u64,
+    })
 }
 
 /// The most redo one transaction may need (its COMMIT record and the page changes of

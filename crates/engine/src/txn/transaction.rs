@@ -503,7 +503,11 @@ impl Transaction {
         let db = &self.db;
         let dur = &db.dur;
         let befores = apply::read_befores(db, &self.writes, &mut self.locked_values)?;
-        let (payload, redo) = apply::commit_record(db, self.id, &self.writes, &befores)?;
+        let apply::CommitRecord {
+            payload,
+            redo,
+            patches,
+        } = apply::commit_record(db, self.id, &self.writes, &befores)?;
         // Reserved: the COMMIT and its apply, once. If the engine crashes while this
         // transaction applies, recovery re-applies it into a log that already holds the COMMIT
         // and what the first apply wrote (its COMMIT pins the checkpoint): it has room because
@@ -519,6 +523,9 @@ impl Transaction {
             dur.space.begin_applying(range.start, payload.len() as u64);
             range
         };
+        db.counters
+            .writes_logged_as_patches
+            .fetch_add(patches, Ordering::Relaxed);
         let mut applying = apply::Applying::new(
             range.start,
             self.id.0,
