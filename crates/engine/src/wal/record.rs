@@ -357,12 +357,7 @@ pub fn encode_ops(out: &mut Vec<u8>, prev: Option<u64>, txn: u64, ops: &[WriteOp
             WriteValue::Delete => {}
             WriteValue::Put(v) => out.extend_from_slice(v),
             WriteValue::Patch { runs, .. } => {
-                out.extend_from_slice(&(runs.len() as u16).to_le_bytes());
-                for (off, bytes) in runs {
-                    out.extend_from_slice(&(*off as u16).to_le_bytes());
-                    out.extend_from_slice(&(bytes.len() as u16).to_le_bytes());
-                    out.extend_from_slice(bytes);
-                }
+                write_runs(out, runs.iter().map(|(off, b)| (*off, &b[..])));
             }
         }
     }
@@ -395,6 +390,16 @@ fn write_head(out: &mut Vec<u8>, table: u32, key: &[u8], kind: u8, vlen: usize) 
     out.extend_from_slice(key);
 }
 
+/// A patch's runs as logged: `nruns u16 | { off u16 | len u16 | bytes }*`.
+fn write_runs<'a>(out: &mut Vec<u8>, runs: impl ExactSizeIterator<Item = (usize, &'a [u8])>) {
+    out.extend_from_slice(&(runs.len() as u16).to_le_bytes());
+    for (off, bytes) in runs {
+        out.extend_from_slice(&(off as u16).to_le_bytes());
+        out.extend_from_slice(&(bytes.len() as u16).to_le_bytes());
+        out.extend_from_slice(bytes);
+    }
+}
+
 fn end_record(out: &mut [u8], len_at: usize) {
     let body = (out.len() - len_at - 4) as u32;
     out[len_at..len_at + 4].copy_from_slice(&body.to_le_bytes());
@@ -423,12 +428,7 @@ fn encode_writes(
             Some(runs) => {
                 patches += 1;
                 write_head(out, table, key, WRITE_PATCH, v.len());
-                out.extend_from_slice(&(runs.len() as u16).to_le_bytes());
-                for (s, e) in runs {
-                    out.extend_from_slice(&(s as u16).to_le_bytes());
-                    out.extend_from_slice(&((e - s) as u16).to_le_bytes());
-                    out.extend_from_slice(&v[s..e]);
-                }
+                write_runs(out, runs.into_iter().map(|(s, e)| (s, &v[s..e])));
             }
             None => {
                 write_head(out, table, key, WRITE_PUT, v.len());
