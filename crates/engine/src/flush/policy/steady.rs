@@ -25,20 +25,21 @@
 //! - admission: a curve ([`AdmissionCurve`]) each commit evaluates on the log in use it
 //!   sees, so the delay follows the age between loops: with x = (age - sp) / (async - sp),
 //!   2 ms * x² (0 at sp, 2 ms at the async point), plus 5 ms * x * overload where overload =
-//!   (feed-forward - device) / device (at most 1); past the async point the wait climbs
-//!   linearly to 20 ms at the sync point.
+//!   (feed-forward - budget) / budget (at most 1), the budget being the device's pages/s less
+//!   what the LRU cleaner and user threads write ([`flush_list_budget`]); past the async point
+//!   the wait climbs linearly to 20 ms at the sync point.
 //! - where the curve cannot act (one commit's redo a large share of a small log, or a device
 //!   that cannot absorb what the clients dirty) a commit that finds no room writes the oldest
 //!   pages nobody is writing itself, one commit at a time, as under every policy
 //!   (`Durability::admit_stalled`; why not wait for the cleaner instead: there);
 //! - LRU: free frames for 10 ms of reads plus one 64-page read-ahead extent, which the LRU
 //!   cleaner (flush/lru.rs) keeps ready continuously;
-//! - pace, where the device is the limit (the feed-forward past 95% of it) and the band from
+//! - pace, where the device is the limit (the feed-forward past 95% of the budget) and the band from
 //!   sp to the async point holds 32 commits' redo or more: writing transactions are admitted
 //!   on an even schedule whose rate a PI controller sets on the log in use, around its own set
 //!   point a quarter of the way from sp to the async point ([`Steady::pace`]); the curve then
 //!   keeps only its age terms. Pacing ends when the clients stay under it, or when the flush
-//!   rate stays under half the device's, for 5 s.
+//!   rate stays under half the budget, for 5 s.
 //!
 //! Why this law does not oscillate or starve the log, what sets each constant, and how it
 //! differs from the classic policies: docs/design.md, "steady: the law, its inputs, and why it
@@ -82,7 +83,8 @@ const DELAY_AT_SYNC_US: f64 = 20_000.0;
 const LRU_HORIZON_S: f64 = 0.01;
 const LRU_EXTENT: u64 = 64;
 /// Admissions are paced when the flush-list rate that holds the log still (the
-/// feed-forward) is more than this share of what the device writes.
+/// feed-forward) is more than this share of the device's pages left for the flush lists
+/// ([`flush_list_budget`]).
 const PACE_ENGAGE: f64 = 0.95;
 /// The pace's own set point, as a share of the band from sp to the async point: above the
 /// flush rate's (sp), so that where the page cleaner can hold sp the pace keeps rising, and
@@ -106,8 +108,14 @@ const PACE_RELEASE_S: f64 = 5.0;
 const PACE_MIN_COMMITS_IN_BAND: f64 = 32.0;
 /// The time over which the commit rate is averaged.
 const COMMITS_AVG_S: f64 = 1.0;
-/// Pacing also ends when the flush-list rate has stayed under this share of its cap (1.1 x
-/// what the device absorbs, or `write_cap_pages_per_s`) for [`PACE_RELEASE_S`]: the pace may
+/// The time over which the other writers' page rate is averaged ([`flush_list_budget`]).
+const OTHERS_AVG_S: f64 = 2.0;
+/// The flush lists' share of the device is never taken as less than this, however much the
+/// other writers wrote: it is what the flush lists can claim back once the plan asks for it.
+const MIN_BUDGET_FRAC: f64 = 0.1;
+/// Pacing also ends when the flush-list rate has stayed under this share of 1.1 x its budget
+/// ([`flush_list_budget`]: what the device absorbs, or `write_cap_pages_per_s`, less the other
+/// writers' pages) for [`PACE_RELEASE_S`]: the pace may
 /// hold the log only where the flush rate is pinned at the device, and a flush rate well under
 /// it says the device is not the limit. Without this, a pace engaged at a passing overload (a
 /// slow first second of a run, a neighbour's burst of writes) could settle far below what the
@@ -134,6 +142,9 @@ pub struct Steady {
     idle_s: f64,
     /// Commits per second, averaged over about a second of loops (loops last 10 ms to 1 s).
     commits: f64,
+    /// Pages/s written by others than the flush list (the LRU cleaner, user threads), averaged
+    /// over about [`OTHERS_AVG_S`]; see [`flush_list_budget`].
+    others: f64,
 }
 
 /// Finite and non-negative, else 0.
@@ -178,6 +189,24 @@ fn device_rate(inp: &FlushInputs) -> f64 {
     }
 }
 
+/// Pages/s of the device left for the flush lists: what it absorbs less what the other writers
+/// (the LRU cleaner, user threads writing for a free frame or for log space) wrote, averaged
+/// over [`OTHERS_AVG_S`] (`others`, pages/s), and at least [`MIN_BUDGET_FRAC`] of it. The
+/// feed-forward is the flush lists' demand, so this, not the whole device, is what it must be
+/// compared with: where the data is larger than the pool, the LRU cleaner writes a large
+/// share of the device's pages (about half in IO-bound TPC-C, where every page read needs a
+/// free frame), and the flush lists' demand can exceed what is left for them while it stays
+/// under the whole device's rate. Compared with the whole device, the pace did not engage
+/// there and the curve's overload term stayed 0: commits ran unpaced against a full device
+/// (docs/measurements.md, "steady's flush-list budget").
+fn flush_list_budget(inp: &FlushInputs, others: f64) -> f64 {
+    let dev = device_rate(inp);
+    if !dev.is_finite() {
+        return dev;
+    }
+    (dev - sane(others)).max(dev * MIN_BUDGET_FRAC)
+}
+
 /// Pages/s being newly dirtied.
 pub fn demand(inp: &FlushInputs) -> f64 {
     sane(inp.redo_rate_avg) * sane(inp.dirtied_per_redo_byte)
@@ -196,9 +225,9 @@ pub fn feed_forward(inp: &FlushInputs) -> f64 {
 
 /// The commit delay curve for this loop (evaluated by each commit on the age it sees).
 /// While admissions are paced the pace answers the overload, so the curve keeps only its
-/// age terms.
-pub fn admission_curve(inp: &FlushInputs, paced: bool) -> AdmissionCurve {
-    let dev = device_rate(inp);
+/// age terms. `others`: the other writers' pages/s ([`flush_list_budget`]).
+pub fn admission_curve(inp: &FlushInputs, paced: bool, others: f64) -> AdmissionCurve {
+    let dev = flush_list_budget(inp, others);
     let overload = if paced {
         0.0
     } else if dev.is_finite() && dev > 0.0 {
@@ -220,7 +249,7 @@ pub fn admission_curve(inp: &FlushInputs, paced: bool) -> AdmissionCurve {
 /// The commit delay at this loop's checkpoint age, microseconds, with no pace.
 #[cfg(test)]
 fn admission_delay_us(inp: &FlushInputs) -> u64 {
-    admission_curve(inp, false).delay_us(in_use(inp))
+    admission_curve(inp, false, 0.0).delay_us(in_use(inp))
 }
 
 /// LRU pages to free this loop.
@@ -246,7 +275,7 @@ impl Steady {
     /// feed-forward) is not used: its noise from loop to loop would move the pace with it.
     /// `flush_share` is this loop's flush-list rate over its cap (0 with no cap known).
     fn pace(&mut self, inp: &FlushInputs, flush_share: f64) -> f64 {
-        let dev = device_rate(inp);
+        let dev = flush_list_budget(inp, self.others);
         let dt = loop_s(inp).min(1.0);
         self.commits += (sane(inp.commits_per_s) - self.commits) * (dt / COMMITS_AVG_S).min(1.0);
         let commits = self.commits;
@@ -351,9 +380,17 @@ impl Policy for Steady {
             loop_s(inp)
         };
         let rate = self.rate(inp);
-        let cap = device_rate(inp) * PROBE;
-        let flush_share = if cap.is_finite() && cap > 0.0 {
-            rate / cap
+        let dt = loop_s(inp);
+        if dt > 0.0 {
+            let others = (inp.lru_flushed_last + inp.foreground_flushed_last) as f64 / dt;
+            self.others += (others - self.others) * (dt / OTHERS_AVG_S).min(1.0);
+        }
+        // the flush lists' share of their budget, not of the whole device: with the LRU
+        // cleaner writing half the device's pages, a flush list pinned at what is left reads
+        // as half the device, and the pace would end as if the device were idle
+        let budget = flush_list_budget(inp, self.others) * PROBE;
+        let flush_share = if budget.is_finite() && budget > 0.0 {
+            rate / budget
         } else {
             0.0
         };
@@ -369,7 +406,7 @@ impl Policy for Steady {
             self.carry = 0.0;
         }
         let pace = self.pace(inp, flush_share);
-        let curve = admission_curve(inp, pace > 0.0);
+        let curve = admission_curve(inp, pace > 0.0, self.others);
         FlushPlan {
             flush_list_pages: n,
             lru_pages: lru_pages(inp),
@@ -542,6 +579,38 @@ mod tests {
         let mut big = i.clone();
         big.commits_per_s = 8.0;
         assert_eq!(Steady::default().plan(&big).pace_per_s, 0.0);
+    }
+
+    #[test]
+    fn the_device_is_the_limit_when_the_lru_takes_what_the_flush_lists_need() {
+        // demand 1000 pages/s on a 5000-page device: alone, the flush lists keep up
+        let mut i = with_age(pace_setpoint(&base()).round() as u64);
+        let mut p = Steady::default();
+        assert_eq!(p.plan(&i).pace_per_s, 0.0);
+        // the LRU cleaner writes 4500 pages/s of it: 500 are left for a demand of 1000; once
+        // the average of the LRU's rate has seen it, the pace engages, where it did not while
+        // the whole device was the measure
+        i.lru_flushed_last = 4_500;
+        let paces: Vec<f64> = (0..8).map(|_| p.plan(&i).pace_per_s).collect();
+        assert_eq!(paces[0], 0.0, "{paces:?}");
+        assert!(paces[7] > 0.0, "{paces:?}");
+        // the pace holds: the flush lists at what is left of the device are not an idle
+        // device (a flush rate of 550 is a ninth of the whole device's 1.1 x 5000)
+        let held: Vec<f64> = (0..10).map(|_| p.plan(&i).pace_per_s).collect();
+        assert!(held.iter().all(|&x| x > 0.0), "{held:?}");
+        // unpaced, the curve's overload term counts the same budget: (1000 - 500) / 500
+        let curve = admission_curve(&i, false, 4_500.0);
+        assert_eq!(curve.overload, 1.0);
+        assert_eq!(admission_curve(&i, false, 0.0).overload, 0.0);
+        // user threads' writes count as the LRU's do
+        let mut j = i.clone();
+        j.lru_flushed_last = 0;
+        j.foreground_flushed_last = 4_500;
+        let mut q = Steady::default();
+        let paces: Vec<f64> = (0..8).map(|_| q.plan(&j).pace_per_s).collect();
+        assert!(paces[7] > 0.0, "{paces:?}");
+        // however much the others write, the flush lists keep a tenth of the device
+        assert_eq!(flush_list_budget(&i, 1e9), 500.0);
     }
 
     #[test]
