@@ -51,11 +51,65 @@ enum Before {
     Noted(Noted),
 }
 
+/// What changes through [`Mtr::change`] noted on a page: the byte ranges they wrote, and the
+/// shifts they made within it ([`Touch::moved`]), which are logged as moves where redo can
+/// replay them. Redo applies the moves first, in order, then writes the ranges with the page's
+/// final bytes (record::encode_page_ranges). So a shift is kept as a move only when no range
+/// noted before it overlaps its source: at replay the source then holds what it held when the
+/// shift was made (the page before the mtr, changed by the earlier moves alone). Otherwise, or
+/// when the shift is short, its destination is noted as a range. Why moves: an insert into a
+/// node shifts every slot after it (page::node), on average half the slot array, and the
+/// change buffer's tree and the secondary indexes' leaves hold hundreds of short entries a
+/// page, so those shifts were most of the redo of an insert benchmark's row.
+pub(crate) struct Noting {
+    pub ranges: Vec<(usize, usize)>,
+    pub moves: Vec<record::Move>,
+}
+
+/// Shifts shorter than this are noted as ranges: a move's entry is 6 bytes, a range's 4 plus
+/// its bytes, and a short range often joins a neighbour's.
+const MIN_MOVE: usize = 8;
+/// Moves kept per page and mtr; more are noted as ranges (a record counts its entries in a
+/// u16).
+const MAX_MOVES: usize = 4096;
+
+impl Noting {
+    pub fn new() -> Self {
+        Noting {
+            ranges: spare_ranges(),
+            moves: Vec::new(),
+        }
+    }
+}
+
+impl Touch for Noting {
+    #[inline]
+    fn touch(&mut self, start: usize, end: usize) {
+        self.ranges.touch(start, end);
+    }
+
+    fn moved(&mut self, dst: usize, src: usize, len: usize) {
+        if len == 0 {
+            return;
+        }
+        let source_written = self.ranges.iter().any(|&(s, e)| s < src + len && src < e);
+        if len < MIN_MOVE
+            || len > record::MAX_MOVE
+            || source_written
+            || self.moves.len() >= MAX_MOVES
+        {
+            self.ranges.touch(dst, dst + len);
+        } else {
+            self.moves.push(record::Move { dst, src, len });
+        }
+    }
+}
+
 /// The ranges noted on a page changed only through [`Mtr::change`].
 struct Noted {
     /// The mtr compacted the page before these ranges were written: redo compacts first.
     compacted: bool,
-    ranges: Vec<(usize, usize)>,
+    noting: Noting,
     /// The page as it was before the first noted range (after the compaction when
     /// `compacted`), which the noted ranges are checked against.
     #[cfg(debug_assertions)]
@@ -66,7 +120,7 @@ impl Noted {
     fn new(compacted: bool, _page: &[u8]) -> Self {
         Noted {
             compacted,
-            ranges: spare_ranges(),
+            noting: Noting::new(),
             #[cfg(debug_assertions)]
             image: image_of(_page),
         }
@@ -76,8 +130,9 @@ impl Noted {
     /// next mtr of this thread.
     fn log(mut self, out: &mut Vec<u8>, pid: PageId, page: &[u8]) {
         let _at = out.len();
-        record::encode_page_ranges(out, pid, self.compacted, page, &mut self.ranges);
-        recycle_ranges(std::mem::take(&mut self.ranges));
+        let n = &mut self.noting;
+        record::encode_page_ranges(out, pid, self.compacted, page, &mut n.ranges, &n.moves);
+        recycle_ranges(std::mem::take(&mut n.ranges));
         #[cfg(debug_assertions)]
         {
             check_noted(pid, &self.image, page, &out[_at..]);
@@ -97,8 +152,8 @@ fn check_noted(pid: PageId, before: &[u8], after: &[u8], record: &[u8]) {
         panic!("page {pid:?}: the record of its noted ranges does not decode")
     };
     for r in recs {
-        if let record::Record::PageDiff { ranges, .. } = r {
-            record::apply_page_diff(&mut redone, false, &ranges);
+        if let record::Record::PageDiff { moves, ranges, .. } = r {
+            record::apply_page_diff(&mut redone, false, &moves, &ranges);
         }
     }
     let lsn_field = |i: usize| (8..16).contains(&i) || i >= ps - 8;
@@ -255,7 +310,7 @@ impl<'a> Mtr<'a> {
             self.before[s] = Before::Noted(Noted::new(false, &g[..]));
         }
         match &mut self.before[s] {
-            Before::Noted(noted) => f(&mut g[..], &mut noted.ranges),
+            Before::Noted(noted) => f(&mut g[..], &mut noted.noting),
             _ => f(&mut g[..], &mut ()),
         }
     }
@@ -452,7 +507,7 @@ impl<'a> Mtr<'a> {
             match b {
                 Before::Image(img) | Before::Compacted(img) => recycle(img),
                 Before::Noted(noted) => {
-                    recycle_ranges(noted.ranges);
+                    recycle_ranges(noted.noting.ranges);
                     #[cfg(debug_assertions)]
                     recycle(noted.image);
                 }

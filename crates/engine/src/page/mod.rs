@@ -111,6 +111,13 @@ pub fn changed_run(a: &[u8], b: &[u8], from: usize) -> Option<(usize, usize)> {
 /// change and comparing the copy with the page at commit.
 pub trait Touch {
     fn touch(&mut self, start: usize, end: usize);
+    /// Bytes `dst..dst + len` now hold what `src..src + len` held just before (a shift within
+    /// the page, as `copy_within`). Called right after the copy, once every range written
+    /// before it is noted. By default a range of the destination; the mtr's noting
+    /// (mtr::Noting) logs it as a move where redo can replay one.
+    fn moved(&mut self, dst: usize, _src: usize, len: usize) {
+        self.touch(dst, dst + len);
+    }
 }
 
 /// Nothing noted: the caller finds the changes another way (a diff against a copy).

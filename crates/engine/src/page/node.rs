@@ -281,8 +281,9 @@ pub fn insert(b: &mut [u8], i: usize, k: &[u8], word: u32, payload: &[u8]) -> bo
     insert_noting(b, i, k, word, payload, &mut ())
 }
 
-/// [`insert`], noting in `t` the ranges it writes: the new cell, the slots from `i` on, the
-/// slot count and heap top, and everything but the LSN fields when it has to compact first.
+/// [`insert`], noting in `t` the ranges it writes: the new cell, the shift of the slots from
+/// `i` on ([`Touch::moved`]), the new slot, the slot count and heap top, and everything but the
+/// LSN fields when it has to compact first.
 pub fn insert_noting<T: Touch + ?Sized>(
     b: &mut [u8],
     i: usize,
@@ -305,13 +306,14 @@ pub fn insert_noting<T: Touch + ?Sized>(
     wr_u32(b, top + 2, word);
     b[top + CELL_HEADER..top + CELL_HEADER + k.len()].copy_from_slice(k);
     b[top + CELL_HEADER + k.len()..top + len].copy_from_slice(payload);
+    t.touch(top, top + len);
     b.copy_within(slot_pos(i)..slot_pos(n), slot_pos(i + 1));
+    t.moved(slot_pos(i + 1), slot_pos(i), slot_pos(n) - slot_pos(i));
     wr_u16(b, slot_pos(i), top as u16);
     hdr::set_heap_top(b, top);
     hdr::set_nslots(b, n + 1);
+    t.touch(slot_pos(i), slot_pos(i + 1));
     t.touch(OFF_NSLOTS, OFF_HEAP_TOP + 4);
-    t.touch(slot_pos(i), slot_pos(n + 1));
-    t.touch(top, top + len);
     true
 }
 
@@ -371,13 +373,15 @@ pub fn remove(b: &mut [u8], i: usize) {
     remove_noting(b, i, &mut ());
 }
 
-/// [`remove`], noting in `t` the ranges it writes: the slots from `i` on (the last slot's old
-/// bytes stay as they were), the slot count and the heap top or the fragmented bytes.
+/// [`remove`], noting in `t` the ranges it writes: the shift of the slots after `i`
+/// ([`Touch::moved`]; the last slot's old bytes stay as they were), the slot count and the heap
+/// top or the fragmented bytes.
 pub fn remove_noting<T: Touch + ?Sized>(b: &mut [u8], i: usize, t: &mut T) {
     let n = nslots(b);
     let len = cell_len(b, i);
     let off = cell_off(b, i);
     b.copy_within(slot_pos(i + 1)..slot_pos(n), slot_pos(i));
+    t.moved(slot_pos(i), slot_pos(i + 1), slot_pos(n) - slot_pos(i + 1));
     hdr::set_nslots(b, n - 1);
     if off == hdr::heap_top(b) {
         hdr::set_heap_top(b, off + len);
@@ -387,7 +391,6 @@ pub fn remove_noting<T: Touch + ?Sized>(b: &mut [u8], i: usize, t: &mut T) {
         t.touch(OFF_NSLOTS, OFF_NSLOTS + 2);
         t.touch(OFF_FRAG, OFF_FRAG + 4);
     }
-    t.touch(slot_pos(i), slot_pos(n - 1));
 }
 
 /// Removes slots `from..` (used by splits after copying them away).

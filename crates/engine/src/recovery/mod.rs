@@ -127,6 +127,8 @@ struct Entry {
     page: PageId,
     fresh: bool,
     compacted: bool,
+    /// The record's ranges may start with moves.
+    moves: bool,
 }
 
 /// Page records gathered from the log until the budget is reached. Two buffers, each allocated
@@ -174,6 +176,7 @@ impl Batch {
         page: PageId,
         fresh: bool,
         compacted: bool,
+        moves: bool,
         ranges: &[u8],
     ) {
         let at = self.arena.len();
@@ -187,6 +190,7 @@ impl Batch {
             page,
             fresh,
             compacted,
+            moves,
         });
     }
 
@@ -275,7 +279,7 @@ impl Batch {
             }
             report.page_compactions_replayed += u64::from(e.compacted);
             let ranges = &self.arena[e.at..e.at + e.len as usize];
-            record::apply_page_diff_ranges(&mut w, e.fresh, ranges);
+            record::apply_page_diff_ranges(&mut w, e.fresh, e.moves, ranges);
             w.stamp(e.start, e.end);
             applied_group = Some(e.end);
             report.page_records_applied += 1;
@@ -336,8 +340,9 @@ pub fn redo(
                     page,
                     fresh,
                     compacted,
+                    moves,
                     ranges,
-                } => batch.push(&g, page, fresh, compacted, ranges),
+                } => batch.push(&g, page, fresh, compacted, moves, ranges),
                 RecordRef::Commit { .. } => {
                     pending.insert(g.start.0);
                     report.pending_commits_peak =

@@ -104,8 +104,13 @@ pub(crate) fn check_records(recs: &[Record], ps: usize) {
         match r {
             // a compacted diff's compaction is the page layer's (recovery runs it): the ranges
             // apply the same either way
-            Record::PageDiff { fresh, ranges, .. } => {
-                record::apply_page_diff(&mut img, *fresh, ranges);
+            Record::PageDiff {
+                fresh,
+                moves,
+                ranges,
+                ..
+            } => {
+                record::apply_page_diff(&mut img, *fresh, moves, ranges);
                 for (off, bytes) in ranges.iter().rev().take(1) {
                     assert!(img[*off..*off + bytes.len()] == bytes[..]);
                 }

@@ -3,12 +3,19 @@
 //! A group payload is a sequence of records, each `type u8 | len u32 | body`:
 //!
 //! ```text
-//! 1 PageDiff   page u32 | flags u8 (bit 0: fresh, bit 1: compacted) | nranges u16 |
-//!              { off u16 | len u16 | bytes }*
+//! 1 PageDiff   page u32 | flags u8 (bit 0: fresh, bit 1: compacted, bit 2: moves) |
+//!              nranges u16 | { off u16 | len u16 | bytes }*
 //!              the bytes of the page that the mtr changed; "fresh" pages were all zeros before
 //!              (a page beyond the old end of the file), so redo starts from zeros; "compacted"
 //!              pages are compacted first (page::node::compact), and the ranges are relative to
-//!              that: an mtr that compacts a node logs the compaction, not every moved cell
+//!              that: an mtr that compacts a node logs the compaction, not every moved cell.
+//!              With "moves", the ranges start with moves: a range whose len has bit 15 set
+//!              is `off u16 | (0x8000 | len) u16 | src u16`, and copies the page's bytes
+//!              src..src+len to off..off+len as they are when it is applied; every move comes
+//!              before the first range of bytes, and ranges apply in order. What a move is
+//!              for: an insert or a removal in a B+tree node shifts every slot after it by two
+//!              bytes, on average half the slot array (a few hundred bytes in a leaf of short
+//!              index entries), and a move logs that shift in six
 //! 2 Commit     txn u64 | nwrites u32 | { table u32 | klen u16 | kind u8 | vlen u32 | key | v }*
 //!              the logical write set of a transaction, written before any page changes; by
 //!              kind: 0 delete (vlen 0, no v), 1 put (v: the value's vlen bytes), 2 patch (the
@@ -38,11 +45,16 @@ pub const REC_COMMIT_CONTINUED: u8 = 4;
 /// PageDiff flags.
 const FLAG_FRESH: u8 = 1;
 const FLAG_COMPACTED: u8 = 2;
+const FLAG_MOVES: u8 = 4;
+/// In a PageDiff with [`FLAG_MOVES`], the bit of a range's len that makes it a move.
+const MOVE_BIT: u16 = 0x8000;
+/// The longest move one entry describes.
+pub const MAX_MOVE: usize = (MOVE_BIT - 1) as usize;
 
 /// Two changed runs closer than this are logged as one (saves the 4-byte range header).
 const MERGE_GAP: usize = 12;
-/// Longest range in one entry (len is a u16).
-const MAX_RANGE: usize = 32 * 1024;
+/// Longest range in one entry (len is a u16 whose bit 15 marks a move where moves are on).
+const MAX_RANGE: usize = 16 * 1024;
 
 /// The kinds of a write in a COMMIT record (on disk).
 const WRITE_DELETE: u8 = 0;
@@ -89,13 +101,24 @@ impl WriteValue {
     }
 }
 
+/// A move of a PageDiff: the page's bytes `src..src + len` copied to `dst..dst + len`, as they
+/// are when the move is applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Move {
+    pub dst: usize,
+    pub src: usize,
+    pub len: usize,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Record {
     PageDiff {
         page: PageId,
         fresh: bool,
-        /// Compact the page (page::node::compact) before applying `ranges`.
+        /// Compact the page (page::node::compact) before applying `moves` and `ranges`.
         compacted: bool,
+        /// Applied in order, before `ranges`.
+        moves: Vec<Move>,
         ranges: Vec<(usize, Vec<u8>)>,
     },
     Commit {
@@ -194,15 +217,20 @@ pub fn encode_compacted_page_diff(out: &mut Vec<u8>, page: PageId, compacted: &[
 
 /// Appends a PageDiff record that logs `after`'s bytes in `ranges` (in any order; they may
 /// overlap and may hold LSN bytes, which are left out), compacting the page first when
-/// `compacted`: what an mtr logs for a page it changed only through changes that noted every
-/// range they wrote (page::Touch). Ranges closer than MERGE_GAP are logged as one, as in
-/// [`encode_page_diff`]. Returns false (and appends nothing) when there is nothing to log.
+/// `compacted` and applying `moves` (in order) before the ranges: what an mtr logs for a page
+/// it changed only through changes that noted every range they wrote and every shift they made
+/// (page::Touch). The caller answers for the moves: applied in order to the page as it was
+/// before (after the compaction), each must read what it read when it was made, which holds
+/// when no range written before it overlaps its source (mtr.rs keeps that). Ranges closer
+/// than MERGE_GAP are logged as one, as in [`encode_page_diff`]. Returns false (and appends
+/// nothing) when there is nothing to log.
 pub fn encode_page_ranges(
     out: &mut Vec<u8>,
     page: PageId,
     compacted: bool,
     after: &[u8],
     ranges: &mut [(usize, usize)],
+    moves: &[Move],
 ) -> bool {
     let ps = after.len();
     ranges.sort_unstable();
@@ -220,17 +248,29 @@ pub fn encode_page_ranges(
             m += 1;
         }
     }
-    if m == 0 && !compacted {
+    if m == 0 && moves.is_empty() && !compacted {
         return false;
     }
     out.push(REC_PAGE_DIFF);
     let len_at = out.len();
     out.extend_from_slice(&[0; 4]);
     out.extend_from_slice(&page.0.to_le_bytes());
-    out.push(if compacted { FLAG_COMPACTED } else { 0 });
+    let mut flags = if compacted { FLAG_COMPACTED } else { 0 };
+    if !moves.is_empty() {
+        flags |= FLAG_MOVES;
+    }
+    out.push(flags);
     let count_at = out.len();
     out.extend_from_slice(&[0; 2]);
     let mut count = 0u16;
+    for mv in moves {
+        debug_assert!(mv.len > 0 && mv.len < MOVE_BIT as usize);
+        debug_assert!(mv.dst.max(mv.src) + mv.len <= ps - 8 && mv.dst.min(mv.src) >= 16);
+        out.extend_from_slice(&(mv.dst as u16).to_le_bytes());
+        out.extend_from_slice(&(mv.len as u16 | MOVE_BIT).to_le_bytes());
+        out.extend_from_slice(&(mv.src as u16).to_le_bytes());
+        count += 1;
+    }
     let mut put = |out: &mut Vec<u8>, s: usize, e: usize| {
         for a in (s..e).step_by(MAX_RANGE) {
             let b = (a + MAX_RANGE).min(e);
@@ -516,14 +556,54 @@ impl<'a> Rd<'a> {
     }
 }
 
-/// One page-diff range, `{ off u16 | len u16 | bytes }`, checked against the page size.
-fn read_range<'a>(b: &mut Rd<'a>, page_size: usize) -> Option<(usize, &'a [u8])> {
+/// One entry of a PageDiff's range list.
+enum Entry<'a> {
+    Bytes(usize, &'a [u8]),
+    Move(Move),
+}
+
+/// One entry of a PageDiff's range list, checked against the page size: a range of bytes, or
+/// where `moves` (the record's [`FLAG_MOVES`]) a move when its len has [`MOVE_BIT`] set, whose
+/// source and destination lie inside the page and off its LSN fields.
+fn read_entry<'a>(b: &mut Rd<'a>, page_size: usize, moves: bool) -> Option<Entry<'a>> {
     let off = b.u16()? as usize;
-    let l = b.u16()? as usize;
+    let l = b.u16()?;
+    if moves && l & MOVE_BIT != 0 {
+        let len = (l & !MOVE_BIT) as usize;
+        let src = b.u16()? as usize;
+        let inside = |a: usize| a >= 16 && a + len <= page_size.saturating_sub(8);
+        if len == 0 || !inside(off) || !inside(src) {
+            return None;
+        }
+        return Some(Entry::Move(Move { dst: off, src, len }));
+    }
+    let l = l as usize;
     if off + l > page_size {
         return None;
     }
-    Some((off, b.take(l)?))
+    Some(Entry::Bytes(off, b.take(l)?))
+}
+
+/// Reads a PageDiff's `n` entries: the moves, then the ranges of bytes (a move after a range
+/// is malformed). Calls `f` on each.
+fn read_entries<'a>(
+    b: &mut Rd<'a>,
+    n: u16,
+    page_size: usize,
+    moves: bool,
+    mut f: impl FnMut(Entry<'a>),
+) -> Option<()> {
+    let mut bytes_seen = false;
+    for _ in 0..n {
+        let e = read_entry(b, page_size, moves)?;
+        match e {
+            Entry::Move(_) if bytes_seen => return None,
+            Entry::Bytes(..) => bytes_seen = true,
+            Entry::Move(_) => {}
+        }
+        f(e);
+    }
+    Some(())
 }
 
 /// What one write of a COMMIT does, borrowed from the record.
@@ -583,18 +663,23 @@ pub fn decode_group(payload: &[u8], page_size: usize) -> Option<Vec<Record>> {
                     page,
                     fresh,
                     compacted,
+                    moves,
                     ranges,
                 } => {
                     let mut b = Rd { b: ranges, at: 0 };
                     let mut out = Vec::new();
+                    let mut mv = Vec::new();
                     while b.at < ranges.len() {
-                        let (off, bytes) = read_range(&mut b, page_size)?;
-                        out.push((off, bytes.to_vec()));
+                        match read_entry(&mut b, page_size, moves)? {
+                            Entry::Bytes(off, bytes) => out.push((off, bytes.to_vec())),
+                            Entry::Move(m) => mv.push(m),
+                        }
                     }
                     Record::PageDiff {
                         page,
                         fresh,
                         compacted,
+                        moves: mv,
                         ranges: out,
                     }
                 }
@@ -646,12 +731,15 @@ fn owned_writes(writes: &[u8]) -> Option<Vec<WriteOp>> {
 /// A record of a group payload, borrowed from it (recovery's streaming pass: nothing copied).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RecordRef<'a> {
-    /// `ranges`: the encoded `{ off u16 | len u16 | bytes }*`, checked against the page size.
+    /// `ranges`: the encoded `{ off u16 | len u16 | bytes }*` (with moves first where
+    /// `moves`), checked against the page size.
     PageDiff {
         page: PageId,
         fresh: bool,
         /// Compact the page (page::node::compact) before applying `ranges`.
         compacted: bool,
+        /// The record's [`FLAG_MOVES`]: `ranges` may start with moves.
+        moves: bool,
         ranges: &'a [u8],
     },
     /// `writes`: the encoded writes, each checked.
@@ -684,18 +772,20 @@ pub fn walk_group(payload: &[u8], page_size: usize) -> Option<Vec<RecordRef<'_>>
             REC_PAGE_DIFF => {
                 let page = PageId(b.u32()?);
                 let flags = b.u8()?;
-                if flags > FLAG_COMPACTED {
-                    return None; // unknown bits, or fresh and compacted at once
+                let moves = flags & FLAG_MOVES != 0;
+                let rest = flags & !FLAG_MOVES;
+                if rest > FLAG_COMPACTED || (moves && rest == FLAG_FRESH) {
+                    // unknown bits, fresh and compacted at once, or moves over zeros
+                    return None;
                 }
                 let n = b.u16()?;
                 let from = b.at;
-                for _ in 0..n {
-                    read_range(&mut b, page_size)?;
-                }
+                read_entries(&mut b, n, page_size, moves, |_| {})?;
                 RecordRef::PageDiff {
                     page,
-                    fresh: flags == FLAG_FRESH,
-                    compacted: flags == FLAG_COMPACTED,
+                    fresh: rest == FLAG_FRESH,
+                    compacted: rest == FLAG_COMPACTED,
+                    moves,
                     ranges: &body[from..b.at],
                 }
             }
@@ -733,23 +823,28 @@ pub fn walk_group(payload: &[u8], page_size: usize) -> Option<Vec<RecordRef<'_>>
 /// Applies the encoded ranges of a [`RecordRef::PageDiff`] (checked by [`walk_group`]) to a
 /// page image, zeroing it first when fresh. Bytes that do not parse are left unapplied (they
 /// cannot occur after `walk_group`'s checks).
-pub fn apply_page_diff_ranges(page: &mut [u8], fresh: bool, ranges: &[u8]) {
+pub fn apply_page_diff_ranges(page: &mut [u8], fresh: bool, moves: bool, ranges: &[u8]) {
     if fresh {
         page.fill(0);
     }
     let mut r = Rd { b: ranges, at: 0 };
     while r.at < ranges.len() {
-        let Some((off, src)) = read_range(&mut r, page.len()) else {
-            return;
-        };
-        page[off..off + src.len()].copy_from_slice(src);
+        match read_entry(&mut r, page.len(), moves) {
+            Some(Entry::Bytes(off, src)) => page[off..off + src.len()].copy_from_slice(src),
+            Some(Entry::Move(m)) => page.copy_within(m.src..m.src + m.len, m.dst),
+            None => return,
+        }
     }
 }
 
-/// Applies a PageDiff to a page image (zeroing it first when fresh).
-pub fn apply_page_diff(page: &mut [u8], fresh: bool, ranges: &[(usize, Vec<u8>)]) {
+/// Applies a PageDiff to a page image (zeroing it first when fresh): the moves in order, then
+/// the ranges.
+pub fn apply_page_diff(page: &mut [u8], fresh: bool, moves: &[Move], ranges: &[(usize, Vec<u8>)]) {
     if fresh {
         page.fill(0);
+    }
+    for m in moves {
+        page.copy_within(m.src..m.src + m.len, m.dst);
     }
     for (off, bytes) in ranges {
         page[*off..*off + bytes.len()].copy_from_slice(bytes);
@@ -820,11 +915,12 @@ mod tests {
             if wrote {
                 let recs = decode_group(&out, 4096).unwrap();
                 match &recs[..] {
-                    [Record::PageDiff { page, fresh: f, compacted, ranges }] => {
+                    [Record::PageDiff { page, fresh: f, compacted, moves, ranges }] => {
                         prop_assert_eq!(*page, PageId(9));
                         prop_assert_eq!(*f, fresh);
                         prop_assert!(!compacted);
-                        apply_page_diff(&mut img, *f, ranges);
+                        prop_assert!(moves.is_empty());
+                        apply_page_diff(&mut img, *f, moves, ranges);
                     }
                     _ => prop_assert!(false, "one record expected"),
                 }
@@ -854,7 +950,7 @@ mod tests {
                 node::insert_leaf_inline(&mut page, k as usize, &[k * 8, 0], &[k; 40]);
             }
             let before = page.clone();
-            let mut noted: Vec<(usize, usize)> = Vec::new();
+            let mut noted = crate::mtr::Noting::new();
             for (kind, k, vlen, fill) in ops {
                 let key = [k, 1];
                 let n = node::nslots(&page);
@@ -881,28 +977,43 @@ mod tests {
             }
             for &(at, len) in &raw {
                 let end = (at + len).min(ps);
+                // a raw shift (as a node's slots move) of what lies at `at`, then a write
+                if at >= 16 && end + 64 <= ps - 8 {
+                    page.copy_within(at..end, at + 64);
+                    noted.moved(at + 64, at, end - at);
+                }
                 for b in &mut page[at..end] { *b ^= 0x5A; }
                 noted.touch(at, end);
             }
-            let count = noted.len();
+            let count = noted.ranges.len();
+            let moves = noted.moves.clone();
             let mut out = Vec::new();
-            let wrote = encode_page_ranges(&mut out, PageId(4), compacted, &page, &mut noted);
-            prop_assert!(out.len() <= 12 + ps + 4 * (count + 2));
+            let wrote =
+                encode_page_ranges(&mut out, PageId(4), compacted, &page, &mut noted.ranges, &moves);
+            prop_assert!(out.len() <= 12 + ps + 4 * (count + 2) + 6 * moves.len());
             let mut redone = before.clone();
+            let mut walked = before.clone();
             if wrote {
                 match &decode_group(&out, ps).unwrap()[..] {
-                    [Record::PageDiff { page: p, fresh, compacted: c, ranges }] => {
+                    [Record::PageDiff { page: p, fresh, compacted: c, moves: m, ranges }] => {
                         prop_assert_eq!(*p, PageId(4));
                         prop_assert!(!fresh);
                         prop_assert_eq!(*c, compacted);
+                        prop_assert_eq!(m, &moves);
                         for (off, bytes) in ranges {
                             prop_assert!(off + bytes.len() <= 8 || *off >= 16);
                             prop_assert!(off + bytes.len() <= ps - 8);
                         }
-                        apply_page_diff(&mut redone, false, ranges);
+                        apply_page_diff(&mut redone, false, m, ranges);
                     }
                     _ => prop_assert!(false, "one record expected"),
                 }
+                for r in walk_group(&out, ps).unwrap() {
+                    if let RecordRef::PageDiff { fresh, moves, ranges, .. } = r {
+                        apply_page_diff_ranges(&mut walked, fresh, moves, ranges);
+                    }
+                }
+                prop_assert_eq!(&walked, &redone);
             } else {
                 prop_assert!(!compacted && out.is_empty());
             }
@@ -930,19 +1041,132 @@ mod tests {
             encode_apply_done(&mut out, 77);
             let (mut a, mut b) = (before.clone(), before.clone());
             for r in decode_group(&out, 4096).unwrap() {
-                if let Record::PageDiff { fresh, ranges, .. } = r {
-                    apply_page_diff(&mut a, fresh, &ranges);
+                if let Record::PageDiff { fresh, moves, ranges, .. } = r {
+                    apply_page_diff(&mut a, fresh, &moves, &ranges);
                 }
             }
             let walked = walk_group(&out, 4096).unwrap();
             for r in &walked {
-                if let RecordRef::PageDiff { fresh, ranges, .. } = *r {
-                    apply_page_diff_ranges(&mut b, fresh, ranges);
+                if let RecordRef::PageDiff { fresh, moves, ranges, .. } = *r {
+                    apply_page_diff_ranges(&mut b, fresh, moves, ranges);
                 }
             }
             prop_assert_eq!(a, b);
             prop_assert_eq!(walked.last(), Some(&RecordRef::ApplyDone { commit_lsn: 77 }));
         }
+    }
+
+    /// An insert at the front of a leaf of short entries and a removal from it log their slot
+    /// shifts as moves: the records are a small part of what logging the shifted slots took,
+    /// and redo them. A move after a range of bytes, a move of nothing, and a move that would
+    /// reach an LSN field do not decode.
+    #[test]
+    fn a_node_shift_is_logged_as_a_move() {
+        use crate::mtr::Noting;
+        use crate::page::{init, node, PageType};
+        let ps = 16 * 1024;
+        let mut page = vec![0u8; ps];
+        init(&mut page, PageId(7), PageType::Leaf, 1);
+        for k in 0..300u16 {
+            let key = (k * 2 + 2).to_be_bytes();
+            assert!(node::insert_leaf_inline(
+                &mut page, k as usize, &key, &[1; 20]
+            ));
+        }
+        let before = page.clone();
+        let lsn = |i: usize| is_lsn_byte(i, ps);
+        // the record of what `noting` noted on `page`: its length, and whether it redoes it
+        let log = |page: &[u8], noting: &mut Noting| {
+            let moves = noting.moves.clone();
+            let mut out = Vec::new();
+            encode_page_ranges(&mut out, PageId(7), false, page, &mut noting.ranges, &moves);
+            let mut redone = before.clone();
+            for r in walk_group(&out, ps).unwrap() {
+                if let RecordRef::PageDiff {
+                    fresh,
+                    moves,
+                    ranges,
+                    ..
+                } = r
+                {
+                    assert!(moves);
+                    apply_page_diff_ranges(&mut redone, fresh, moves, ranges);
+                }
+            }
+            let same = (0..ps).all(|i| lsn(i) || redone[i] == page[i]);
+            (out.len(), same)
+        };
+        // two inserts, at the front and in the middle
+        let mut noting = Noting::new();
+        assert!(node::insert_leaf_inline_noting(
+            &mut page,
+            0,
+            &[0, 1],
+            &[2; 20],
+            &mut noting
+        ));
+        assert!(node::insert_leaf_inline_noting(
+            &mut page,
+            100,
+            &[0, 201],
+            &[3; 20],
+            &mut noting
+        ));
+        assert_eq!(noting.moves.len(), 2);
+        let mut plain = Vec::new();
+        encode_page_diff(&mut plain, PageId(7), Some(&before), &page);
+        let (len, same) = log(&page, &mut noting);
+        assert!(same);
+        assert!(
+            len < 120 && plain.len() > 500,
+            "{len} bytes, {} plain",
+            plain.len()
+        );
+        // a removal near the front
+        let mut page = before.clone();
+        let mut noting = Noting::new();
+        node::remove_noting(&mut page, 5, &mut noting);
+        assert_eq!(noting.moves.len(), 1);
+        let (len, same) = log(&page, &mut noting);
+        assert!(same && len < 60, "{len} bytes");
+
+        // type u8 | len u32 | page u32 | flags u8 | n u16 | entries
+        let record = |flags: u8, entries: &[u8], n: u16| {
+            let mut b = vec![REC_PAGE_DIFF];
+            b.extend_from_slice(&(7 + entries.len() as u32).to_le_bytes());
+            b.extend_from_slice(&7u32.to_le_bytes());
+            b.push(flags);
+            b.extend_from_slice(&n.to_le_bytes());
+            b.extend_from_slice(entries);
+            b
+        };
+        let mv = |dst: u16, len: u16, src: u16| {
+            [
+                dst.to_le_bytes(),
+                (len | MOVE_BIT).to_le_bytes(),
+                src.to_le_bytes(),
+            ]
+            .concat()
+        };
+        let bytes = [100u16.to_le_bytes(), 2u16.to_le_bytes(), [9, 9]].concat();
+        let good = [mv(42, 10, 40), bytes.clone()].concat();
+        assert!(decode_group(&record(FLAG_MOVES, &good, 2), ps).is_some());
+        for (what, entries) in [
+            (
+                "a move after bytes",
+                [bytes.clone(), mv(42, 10, 40)].concat(),
+            ),
+            ("a move of nothing", mv(42, 0, 40)),
+            ("a move into the header's LSN", mv(8, 10, 40)),
+            ("a move from the trailer", mv(40, 10, (ps - 12) as u16)),
+        ] {
+            let n = if entries.len() > 6 { 2 } else { 1 };
+            let r = record(FLAG_MOVES, &entries, n);
+            assert!(decode_group(&r, ps).is_none(), "{what}");
+            assert!(walk_group(&r, ps).is_none(), "{what}");
+        }
+        // without the flag, the same entry is a range of 0x800a bytes, past the record's end
+        assert!(decode_group(&record(0, &good, 2), ps).is_none());
     }
 
     /// A compacted diff is written even when nothing changed after the compaction (the
@@ -989,7 +1213,12 @@ mod tests {
             .collect();
         assert_eq!(walked, [true, true, false]);
         // the flags byte of the first record: type u8, len u32, page u32, then flags
-        for bad in [FLAG_FRESH | FLAG_COMPACTED, 4, 0x80] {
+        for bad in [
+            FLAG_FRESH | FLAG_COMPACTED,
+            FLAG_FRESH | FLAG_MOVES,
+            8,
+            0x80,
+        ] {
             let mut b = out.clone();
             b[9] = bad;
             assert!(decode_group(&b, 4096).is_none(), "flags {bad:#x}");
