@@ -93,8 +93,7 @@ impl Touch for Noting {
             return;
         }
         let source_written = self.ranges.iter().any(|&(s, e)| s < src + len && src < e);
-        if len < MIN_MOVE
-            || len > record::MAX_MOVE
+        if !(MIN_MOVE..=record::MAX_MOVE).contains(&len)
             || source_written
             || self.moves.len() >= MAX_MOVES
         {
