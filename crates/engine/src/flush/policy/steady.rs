@@ -193,12 +193,12 @@ fn device_rate(inp: &FlushInputs) -> f64 {
 /// (the LRU cleaner, user threads writing for a free frame or for log space) wrote, averaged
 /// over [`OTHERS_AVG_S`] (`others`, pages/s), and at least [`MIN_BUDGET_FRAC`] of it. The
 /// feed-forward is the flush lists' demand, so this, not the whole device, is what it must be
-/// compared with: where the data is larger than the pool, the LRU cleaner writes a large
-/// share of the device's pages (about half in IO-bound TPC-C, where every page read needs a
-/// free frame), and the flush lists' demand can exceed what is left for them while it stays
-/// under the whole device's rate. Compared with the whole device, the pace did not engage
-/// there and the curve's overload term stayed 0: commits ran unpaced against a full device
-/// (docs/measurements.md, "steady's flush-list budget").
+/// compared with: where the data is larger than the pool the LRU cleaner writes a large share
+/// of the device's pages (about half in IO-bound TPC-C, where every page read needs a free
+/// frame), and the flush lists' demand can exceed what is left for them while it stays under
+/// the whole device's rate; measured against the whole device, that overload would neither
+/// engage the pace nor raise the curve's overload term (docs/measurements.md, "steady's
+/// flush-list budget").
 fn flush_list_budget(inp: &FlushInputs, others: f64) -> f64 {
     let dev = device_rate(inp);
     if !dev.is_finite() {
