@@ -584,24 +584,16 @@ fn read_entry<'a>(b: &mut Rd<'a>, page_size: usize, moves: bool) -> Option<Entry
     Some(Entry::Bytes(off, b.take(l)?))
 }
 
-/// Reads a PageDiff's `n` entries: the moves, then the ranges of bytes (a move after a range
-/// is malformed). Calls `f` on each.
-fn read_entries<'a>(
-    b: &mut Rd<'a>,
-    n: u16,
-    page_size: usize,
-    moves: bool,
-    mut f: impl FnMut(Entry<'a>),
-) -> Option<()> {
+/// Checks a PageDiff's `n` entries: the moves, then the ranges of bytes (a move after a range
+/// is malformed).
+fn read_entries(b: &mut Rd<'_>, n: u16, page_size: usize, moves: bool) -> Option<()> {
     let mut bytes_seen = false;
     for _ in 0..n {
-        let e = read_entry(b, page_size, moves)?;
-        match e {
+        match read_entry(b, page_size, moves)? {
             Entry::Move(_) if bytes_seen => return None,
             Entry::Bytes(..) => bytes_seen = true,
             Entry::Move(_) => {}
         }
-        f(e);
     }
     Some(())
 }
@@ -780,7 +772,7 @@ pub fn walk_group(payload: &[u8], page_size: usize) -> Option<Vec<RecordRef<'_>>
                 }
                 let n = b.u16()?;
                 let from = b.at;
-                read_entries(&mut b, n, page_size, moves, |_| {})?;
+                read_entries(&mut b, n, page_size, moves)?;
                 RecordRef::PageDiff {
                     page,
                     fresh: rest == FLAG_FRESH,
