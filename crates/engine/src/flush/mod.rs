@@ -85,9 +85,6 @@ crate::counter::counter_group! {
     }
 }
 
-/// How late a paced admission slot may still be taken (see [`Durability::admission_delay`]).
-pub const PACE_BURST: Duration = Duration::from_millis(50);
-
 pub struct Durability {
     pub log: Arc<Log>,
     /// The log's space: fence, applying transactions, the checkpoint computation.
@@ -108,10 +105,6 @@ pub struct Durability {
     pub admission_delay_now_us: AtomicU64,
     /// The policy's delay curve, evaluated by each commit on the checkpoint age it sees.
     pub admission: RwLock<Option<policy::AdmissionCurve>>,
-    /// Admission pacing: nanoseconds between two writing transactions' admissions (0: not
-    /// paced), and the next free slot ([`Durability::admission_delay`]).
-    pace_interval_ns: AtomicU64,
-    pace_next: Mutex<Instant>,
     /// Free frames per buffer-pool instance the LRU cleaner keeps ready (set by the cleaner
     /// from the policy's plan each loop).
     pub lru_free_target: AtomicU64,
@@ -179,8 +172,6 @@ impl Durability {
             knobs: Knobs(arc_swap::ArcSwap::from_pointee(knobs)),
             admission_delay_now_us: AtomicU64::new(0),
             admission: RwLock::new(None),
-            pace_interval_ns: AtomicU64::new(0),
-            pace_next: Mutex::new(Instant::now()),
             lru_free_target: AtomicU64::new(0),
             write_concurrency,
             lru_wake: Mutex::new(false),
@@ -259,36 +250,14 @@ impl Durability {
     /// queued on them, so on hot rows (TPC-C's warehouse and district rows) a 2 ms delay per
     /// commit became convoys of a hundred milliseconds and more, and the rate control turned
     /// into 1-second dips (docs/measurements.md, "Admission before the first lock").
-    ///
-    /// Then, when the policy paces admissions ([`policy::FlushPlan::pace_per_s`]), the
-    /// transaction takes the next slot of an even schedule and waits for it. A slot left
-    /// unused (every client was busy) may still be taken up to [`PACE_BURST`] late, so a
-    /// short stall of every client does not lower the rate.
     pub fn admission_delay(&self) {
         let Some(curve) = *self.admission.read() else {
             return;
         };
-        let mut us = curve.delay_us(self.checkpoint_age() + self.reserved_bytes());
+        let us = curve.delay_us(self.checkpoint_age() + self.reserved_bytes());
         self.admission_delay_now_us.store(us, Ordering::Relaxed);
         if us > 0 {
             std::thread::sleep(Duration::from_micros(us));
-        }
-        let interval = self.pace_interval_ns.load(Ordering::Relaxed);
-        if interval > 0 {
-            let now = Instant::now();
-            let slot = {
-                let mut next = self.pace_next.lock();
-                let slot = (*next).max(now.checked_sub(PACE_BURST).unwrap_or(now));
-                *next = slot + Duration::from_nanos(interval);
-                slot
-            };
-            let wait = slot.saturating_duration_since(now);
-            if !wait.is_zero() {
-                std::thread::sleep(wait);
-                us += wait.as_micros() as u64;
-            }
-        }
-        if us > 0 {
             self.counters
                 .admission_delays
                 .fetch_add(1, Ordering::Relaxed);
@@ -296,16 +265,6 @@ impl Durability {
                 .admission_delay_us
                 .fetch_add(us, Ordering::Relaxed);
         }
-    }
-
-    /// Paces writing transactions at `per_s` admissions a second (0 or less: not paced).
-    pub fn set_pace(&self, per_s: f64) {
-        let ns = if per_s.is_finite() && per_s > 0.0 {
-            (1e9 / per_s).clamp(1.0, 1e9) as u64
-        } else {
-            0
-        };
-        self.pace_interval_ns.store(ns, Ordering::Relaxed);
     }
 
     /// check_max_dirty_foreground: while dirty pages exceed max_dirty_pages_pct, a

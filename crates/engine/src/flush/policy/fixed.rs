@@ -37,7 +37,6 @@ impl Policy for Fixed {
             next_loop_ms: if over_limit { 1 } else { 0 },
             lsn_limit: 0,
             admission: None,
-            pace_per_s: 0.0,
         }
     }
 }

@@ -114,9 +114,6 @@ pub struct FlushPlan {
     /// The delay as a function of the checkpoint age, applied by each commit to the age it
     /// sees (so the delay follows the age between loops, not only at them); None = no delay.
     pub admission: Option<AdmissionCurve>,
-    /// Writing transactions admitted per second, spaced evenly (admission pacing; only
-    /// `steady` uses it); 0 = not paced.
-    pub pace_per_s: f64,
     /// Preferred time before the next plan, in milliseconds; 0 = the cleaner's default (about
     /// 1 s). `keep_average` asks for 100 ms, as XtraDB ran it ten times a second.
     pub next_loop_ms: u64,

@@ -28,18 +28,16 @@
 //!   (feed-forward - budget) / budget (at most 1), the budget being the device's pages/s less
 //!   what the LRU cleaner and user threads write ([`flush_list_budget`]); past the async point
 //!   the wait climbs linearly to 20 ms at the sync point.
-//! - where the curve cannot act (one commit's redo a large share of a small log, or a device
-//!   that cannot absorb what the clients dirty) a commit that finds no room writes the oldest
-//!   pages nobody is writing itself, one commit at a time, as under every policy
-//!   (`Durability::admit_stalled`; why not wait for the cleaner instead: there);
+//! - where the device is the limit (the law has asked for more than the device writes, with
+//!   the log in use above sp, for 1 s): the flush lists take half of what the device writes
+//!   beside the LRU cleaner, the curve stands down, and a commit that finds no log room writes
+//!   a batch of the oldest pages nobody is writing itself, one commit at a time, as under
+//!   every policy (`Durability::admit_stalled`), so the commits follow what the device cleans
+//!   up after one batch at a time ([`Steady::room_metered`]); it ends when the law has asked
+//!   for less than that half for 5 s. A commit that finds no room does the same at any time
+//!   (one commit's redo a large share of a small log);
 //! - LRU: free frames for 10 ms of reads plus one 64-page read-ahead extent, which the LRU
-//!   cleaner (flush/lru.rs) keeps ready continuously;
-//! - pace, where the device is the limit (the feed-forward past 95% of the budget) and the band from
-//!   sp to the async point holds 32 commits' redo or more: writing transactions are admitted
-//!   on an even schedule whose rate a PI controller sets on the log in use, around its own set
-//!   point a quarter of the way from sp to the async point ([`Steady::pace`]); the curve then
-//!   keeps only its age terms. Pacing ends when the clients stay under it, or when the flush
-//!   rate stays under half the budget, for 5 s.
+//!   cleaner (flush/lru.rs) keeps ready continuously.
 //!
 //! Why this law does not oscillate or starve the log, what sets each constant, and how it
 //! differs from the classic policies: docs/design.md, "steady: the law, its inputs, and why it
@@ -82,49 +80,21 @@ const DELAY_AT_SYNC_US: f64 = 20_000.0;
 /// "steady's free frames").
 const LRU_HORIZON_S: f64 = 0.01;
 const LRU_EXTENT: u64 = 64;
-/// Admissions are paced when the flush-list rate that holds the log still (the
-/// feed-forward) is more than this share of the device's pages left for the flush lists
-/// ([`flush_list_budget`]).
-const PACE_ENGAGE: f64 = 0.95;
-/// The pace's own set point, as a share of the band from sp to the async point: above the
-/// flush rate's (sp), so that where the page cleaner can hold sp the pace keeps rising, and
-/// only where the device cannot (the flush rate pinned at it) does the pace hold the log.
-pub const PACE_ABOVE: f64 = 0.25;
-/// The pace's proportional gain: it gives up this share of itself per unit of
-/// x = (u - sp_pace) / (async - sp), and takes up to 20% more below sp_pace.
-const PACE_GAIN: f64 = 0.5;
-/// The pace's integral gain: ln(pace) moves by -PACE_KI * x per second.
-const PACE_KI: f64 = 0.1;
-/// The clients bind the pace when they reach this share of it.
-const PACE_BINDS: f64 = 0.9;
-/// Pacing ends when the clients have stayed under [`PACE_BINDS`] of the pace, with the log
-/// in use under the set point, this long: the device is no longer the limit.
-const PACE_RELEASE_S: f64 = 5.0;
-/// Pacing needs a band (sp to the async point) that holds at least this many commits' redo:
-/// where one commit moves the log in use by a large share of the band (insert l.i1's 50-row
-/// transactions in a 2 x 4 MiB log: a band of about 1 MiB, 50-200 KB a commit, and 16 of them
-/// reserved at once), an even schedule cannot hold it, and the curve, which each commit
-/// evaluates on what it sees, acts first.
-const PACE_MIN_COMMITS_IN_BAND: f64 = 32.0;
-/// The time over which the commit rate is averaged.
-const COMMITS_AVG_S: f64 = 1.0;
 /// The time over which the other writers' page rate is averaged ([`flush_list_budget`]).
 const OTHERS_AVG_S: f64 = 2.0;
 /// The flush lists' share of the device is never taken as less than this, however much the
 /// other writers wrote: it is what the flush lists can claim back once the plan asks for it.
 const MIN_BUDGET_FRAC: f64 = 0.1;
-/// Pacing also ends when the flush-list rate has stayed under this share of 1.1 x its budget
-/// ([`flush_list_budget`]: what the device absorbs, or `write_cap_pages_per_s`, less the other
-/// writers' pages) for [`PACE_RELEASE_S`]: the pace may
-/// hold the log only where the flush rate is pinned at the device, and a flush rate well under
-/// it says the device is not the limit. Without this, a pace engaged at a passing overload (a
-/// slow first second of a run, a neighbour's burst of writes) could settle far below what the
-/// device sustains: the flush rate holds `u` at sp only through its own proportional and
-/// integral terms, and where those write little more than the feed-forward, `u` sat at
-/// sp_pace, the pace's error at 0, and the pace at a quarter of the rate the device sustains,
-/// rising a few percent a second (docs/measurements.md, "A pace engaged at a passing
-/// overload").
-const PACE_IDLE_FRAC: f64 = 0.5;
+/// Where the device is the limit, the page cleaner's flush lists take at most this share of
+/// what the device writes beside the LRU cleaner, and commits that find no log room write the
+/// rest themselves ([`Steady::room_metered`]).
+pub const ROOM_SHARE: f64 = 0.5;
+/// The law has asked for more than the device writes, with the log in use above sp, for this
+/// long before the commits' own writes take over the overload.
+const ROOM_ENGAGE_S: f64 = 1.0;
+/// Commits stop writing for their room when the law has asked for less than the flush lists'
+/// share for this long: the flush lists alone hold the log again.
+const ROOM_RELEASE_S: f64 = 5.0;
 
 #[derive(Clone, Debug, Default)]
 pub struct Steady {
@@ -132,19 +102,21 @@ pub struct Steady {
     integral: f64,
     /// Fraction of a page carried to the next loop, so short loops do not round to 0.
     carry: f64,
-    /// The pace's integral state, writing transactions per second; 0 while not pacing.
-    pace_i: f64,
-    /// The pace of the last loop, and how long the clients have stayed under it.
-    pace: f64,
-    slack_s: f64,
-    /// How long, while pacing, the flush-list rate has stayed under [`PACE_IDLE_FRAC`] of its
-    /// cap.
-    idle_s: f64,
-    /// Commits per second, averaged over about a second of loops (loops last 10 ms to 1 s).
-    commits: f64,
     /// Pages/s written by others than the flush list (the LRU cleaner, user threads), averaged
     /// over about [`OTHERS_AVG_S`]; see [`flush_list_budget`].
     others: f64,
+    /// Pages/s the LRU cleaner wrote, averaged over about [`OTHERS_AVG_S`].
+    lru: f64,
+    /// Whether the last loop's law asked for more than the device writes, above sp.
+    asks_more: bool,
+    /// The law's unclamped rate of the last loop, pages/s.
+    raw: f64,
+    /// How long the law has asked for more than the device (not room-metered), or has asked
+    /// for less than the room share (room-metered), seconds.
+    room_s: f64,
+    /// While commits meter the overload by their own writes, the flush lists' share of the
+    /// device, pages/s; 0 otherwise ([`Steady::room_metered`]).
+    room_share: f64,
 }
 
 /// Finite and non-negative, else 0.
@@ -171,13 +143,6 @@ pub fn setpoint(inp: &FlushInputs) -> f64 {
     inp.async_point as f64 * SETPOINT_FRAC
 }
 
-/// The pace's set point, bytes of the log in use: [`PACE_ABOVE`] of the way from sp to the
-/// async point.
-pub fn pace_setpoint(inp: &FlushInputs) -> f64 {
-    let sp = setpoint(inp);
-    sp + PACE_ABOVE * (inp.async_point as f64 - sp).max(0.0)
-}
-
 /// Pages/s the device can absorb (no headroom); infinite if neither known nor capped.
 fn device_rate(inp: &FlushInputs) -> f64 {
     let dev = sane(inp.device_pages_per_s);
@@ -196,9 +161,8 @@ fn device_rate(inp: &FlushInputs) -> f64 {
 /// compared with: where the data is larger than the pool the LRU cleaner writes a large share
 /// of the device's pages (about half in IO-bound TPC-C, where every page read needs a free
 /// frame), and the flush lists' demand can exceed what is left for them while it stays under
-/// the whole device's rate; measured against the whole device, that overload would neither
-/// engage the pace nor raise the curve's overload term (docs/measurements.md, "steady's
-/// flush-list budget").
+/// the whole device's rate; measured against the whole device, that overload would not raise
+/// the curve's overload term (docs/measurements.md, "steady's flush-list budget").
 fn flush_list_budget(inp: &FlushInputs, others: f64) -> f64 {
     let dev = device_rate(inp);
     if !dev.is_finite() {
@@ -224,13 +188,10 @@ pub fn feed_forward(inp: &FlushInputs) -> f64 {
 }
 
 /// The commit delay curve for this loop (evaluated by each commit on the age it sees).
-/// While admissions are paced the pace answers the overload, so the curve keeps only its
-/// age terms. `others`: the other writers' pages/s ([`flush_list_budget`]).
-pub fn admission_curve(inp: &FlushInputs, paced: bool, others: f64) -> AdmissionCurve {
+/// `others`: the other writers' pages/s ([`flush_list_budget`]).
+pub fn admission_curve(inp: &FlushInputs, others: f64) -> AdmissionCurve {
     let dev = flush_list_budget(inp, others);
-    let overload = if paced {
-        0.0
-    } else if dev.is_finite() && dev > 0.0 {
+    let overload = if dev.is_finite() && dev > 0.0 {
         ((feed_forward(inp) - dev) / dev).clamp(0.0, 1.0)
     } else {
         0.0
@@ -246,10 +207,10 @@ pub fn admission_curve(inp: &FlushInputs, paced: bool, others: f64) -> Admission
     }
 }
 
-/// The commit delay at this loop's checkpoint age, microseconds, with no pace.
+/// The commit delay at this loop's checkpoint age, microseconds.
 #[cfg(test)]
 fn admission_delay_us(inp: &FlushInputs) -> u64 {
-    admission_curve(inp, false, 0.0).delay_us(in_use(inp))
+    admission_curve(inp, 0.0).delay_us(in_use(inp))
 }
 
 /// LRU pages to free this loop.
@@ -259,72 +220,63 @@ pub fn lru_pages(inp: &FlushInputs) -> u64 {
 }
 
 impl Steady {
-    /// The admission pace for this loop, writing transactions per second (0: not paced).
+    /// Where the device is the limit: the flush lists' share of it, pages/s, while commits
+    /// meter the overload by writing for log room themselves; None otherwise.
     ///
-    /// Where the device cannot write what the clients dirty, the classic answer is to let
-    /// the log fill until commits stall, and the curve's answer is a delay that grows with
-    /// the log in use; either way a transaction's wait depends on the moment it arrives,
-    /// and at one-second resolution that shows. The pace admits writing transactions on an
-    /// even schedule instead, at a rate a PI controller sets on the log in use: starting
-    /// from the commit rate it found, pace = I x (1 - PACE_GAIN x), clamped to [0.5, 1.2] x I,
-    /// where x = (u - sp_pace) / (async - sp) ([`pace_setpoint`]) and ln I moves by
-    /// -PACE_KI x per second. With the flush rate pinned at the device, u integrates the
-    /// excess of the commits over what the device can clean up after, so this is PI control
-    /// of an integrating plant: at about 150 commits/s of 50 KB of redo over an 8 MiB band, a
-    /// time constant of about 2.5 s and damping about 0.7. The estimate of what the device sustains (commits x device /
-    /// feed-forward) is not used: its noise from loop to loop would move the pace with it.
-    /// `flush_share` is this loop's flush-list rate over its cap (0 with no cap known).
-    fn pace(&mut self, inp: &FlushInputs, flush_share: f64) -> f64 {
-        let dev = flush_list_budget(inp, self.others);
+    /// The device is the limit when the law has asked for more than the device writes, with
+    /// the log in use above sp, for [`ROOM_ENGAGE_S`]. Then no flush rate holds sp, and
+    /// what the clients commit is what the device cleans up after, however the admission is
+    /// made. Made by a delay on each commit (the curve, or the even schedule steady once
+    /// used), it
+    /// depends on the log in use that a commit sees, which moves with every reservation taken
+    /// and every batch the cleaner ends; made by the commits' own writes (a commit that finds
+    /// no room writes a batch of the oldest pages and is admitted as its room appears,
+    /// `Durability::admit_stalled`), it follows the device one batch at a time. And the
+    /// cleaner writing the whole device held the log lower than the commits' room does, so
+    /// pages were written younger, more often: on the device-bound cells of `evenkeel matrix`
+    /// steady ran less level than every classic policy and 3-12% slower (docs/measurements.md,
+    /// "Where the device is the limit, commits write for their room").
+    ///
+    /// So the flush lists keep [`ROOM_SHARE`] of what the device writes beside the LRU
+    /// cleaner (its averaged pages/s; the commits' own writes are not subtracted, or the
+    /// share would shrink as they write more), and the curve stands down. The
+    /// cleaner keeps half, not none: the commits' writes are client time, and the cleaner's
+    /// half keeps the LRU tail and the oldest pages moving between commits.
+    ///
+    /// It ends when the law has asked for less than that share for [`ROOM_RELEASE_S`]: the
+    /// flush lists alone hold the log again.
+    fn room_metered(&mut self, inp: &FlushInputs) -> Option<f64> {
+        let dev = device_rate(inp);
+        if !dev.is_finite() {
+            self.room_share = 0.0;
+            self.room_s = 0.0;
+            return None;
+        }
+        let share = ROOM_SHARE * (dev - sane(self.lru)).max(dev * MIN_BUDGET_FRAC);
         let dt = loop_s(inp).min(1.0);
-        self.commits += (sane(inp.commits_per_s) - self.commits) * (dt / COMMITS_AVG_S).min(1.0);
-        let commits = self.commits;
-        let band = (inp.async_point as f64 - setpoint(inp)).max(1.0);
-        let x = (in_use(inp) as f64 - pace_setpoint(inp)) / band;
-        let fine =
-            commits >= 1.0 && band >= PACE_MIN_COMMITS_IN_BAND * sane(inp.redo_rate_avg) / commits;
-        if !fine {
-            return self.stop_pacing();
-        }
-        if self.pace_i == 0.0 {
-            let overloaded = dev.is_finite() && dev > 0.0 && feed_forward(inp) > dev * PACE_ENGAGE;
-            if !overloaded {
-                return 0.0;
+        if self.room_share == 0.0 {
+            // the time it has asked for more before this loop: a first loop that asks for
+            // more, however long, is not yet an overload that lasts
+            let before = self.room_s;
+            self.room_s = if self.asks_more { before + dt } else { 0.0 };
+            if !self.asks_more || before < ROOM_ENGAGE_S {
+                return None;
             }
-            self.pace_i = commits;
-            self.slack_s = 0.0;
-            self.idle_s = 0.0;
+            self.room_s = 0.0;
         } else {
-            let binds = commits >= PACE_BINDS * self.pace;
-            if !binds && x < 0.0 {
-                self.slack_s += dt;
+            self.room_s = if self.raw < share {
+                self.room_s + dt
             } else {
-                self.slack_s = 0.0;
-            }
-            if flush_share < PACE_IDLE_FRAC {
-                self.idle_s += dt;
-            } else {
-                self.idle_s = 0.0;
-            }
-            if self.slack_s >= PACE_RELEASE_S || self.idle_s >= PACE_RELEASE_S {
-                return self.stop_pacing();
-            }
-            // anti-windup: the integral rises only while the pace binds, so a pace the clients
-            // cannot reach does not grow out of reach
-            let step = -PACE_KI * x.clamp(-1.0, 2.0) * dt;
-            if step < 0.0 || binds {
-                self.pace_i *= step.exp();
+                0.0
+            };
+            if self.room_s >= ROOM_RELEASE_S {
+                self.room_share = 0.0;
+                self.room_s = 0.0;
+                return None;
             }
         }
-        self.pace = self.pace_i * (1.0 - PACE_GAIN * x).clamp(0.5, 1.2);
-        self.pace
-    }
-
-    /// Not pacing (any more): the pace and its integral at 0.
-    fn stop_pacing(&mut self) -> f64 {
-        self.pace_i = 0.0;
-        self.pace = 0.0;
-        0.0
+        self.room_share = share;
+        Some(share)
     }
 
     /// The flush-list rate, pages/s, updating the integral.
@@ -336,12 +288,19 @@ impl Steady {
         // Above sp: the dirty pages standing for the excess age, taking them spread evenly over
         // the age. Below: the same fraction of the deficit, so the rate eases off smoothly.
         let excess_pages = (age - sp) / age.max(sp).max(1.0) * inp.dirty_pages as f64;
-        let cap = device_rate(inp) * PROBE;
+        // while commits write for their room, the flush lists' share is the clamp, so the
+        // integral does not wind up against a rate the plan will not write
+        let mut cap = device_rate(inp) * PROBE;
+        if self.room_share > 0.0 {
+            cap = cap.min(self.room_share);
+        }
         let pt = p_time_s(inp);
         let raw = ff + excess_pages / pt + self.integral;
         let mut rate = raw.clamp(0.0, cap);
         // Anti-windup: integrate only when the output is not pinned in the error's direction.
         let pinned_high = raw >= cap && excess_pages > 0.0;
+        self.raw = raw;
+        self.asks_more = pinned_high;
         let pinned_low = raw <= 0.0 && excess_pages < 0.0;
         if !pinned_high && !pinned_low {
             self.integral += excess_pages / (pt * I_TIME_S) * dt;
@@ -379,21 +338,18 @@ impl Policy for Steady {
         } else {
             loop_s(inp)
         };
-        let rate = self.rate(inp);
+        let mut rate = self.rate(inp);
         let dt = loop_s(inp);
         if dt > 0.0 {
             let others = (inp.lru_flushed_last + inp.foreground_flushed_last) as f64 / dt;
             self.others += (others - self.others) * (dt / OTHERS_AVG_S).min(1.0);
+            let lru = inp.lru_flushed_last as f64 / dt;
+            self.lru += (lru - self.lru) * (dt / OTHERS_AVG_S).min(1.0);
         }
-        // the flush lists' share of their budget, not of the whole device: with the LRU
-        // cleaner writing half the device's pages, a flush list pinned at what is left reads
-        // as half the device, and the pace would end as if the device were idle
-        let budget = flush_list_budget(inp, self.others) * PROBE;
-        let flush_share = if budget.is_finite() && budget > 0.0 {
-            rate / budget
-        } else {
-            0.0
-        };
+        let room = self.room_metered(inp);
+        if let Some(share) = room {
+            rate = rate.min(share);
+        }
         let pages = rate * span + self.carry;
         let whole = pages.floor();
         let mut n = whole as u64;
@@ -405,14 +361,20 @@ impl Policy for Steady {
             n = inp.dirty_pages;
             self.carry = 0.0;
         }
-        let pace = self.pace(inp, flush_share);
-        let curve = admission_curve(inp, pace > 0.0, self.others);
+        if room.is_some() {
+            // the commits' own writes meter the overload: no delay
+            return FlushPlan {
+                flush_list_pages: n,
+                lru_pages: lru_pages(inp),
+                ..FlushPlan::default()
+            };
+        }
+        let curve = admission_curve(inp, self.others);
         FlushPlan {
             flush_list_pages: n,
             lru_pages: lru_pages(inp),
             admission_delay_us: curve.delay_us(in_use(inp)),
             admission: Some(curve),
-            pace_per_s: pace,
             ..FlushPlan::default()
         }
     }
@@ -542,103 +504,62 @@ mod tests {
     }
 
     #[test]
-    fn paces_only_where_the_device_is_the_limit() {
-        // demand 1000 pages/s: a 5000-page device keeps up, a 500-page one does not
-        let mut i = with_age(pace_setpoint(&base()).round() as u64);
+    fn commits_write_for_their_room_where_the_device_is_the_limit() {
+        // demand 1000 pages/s, 8 MiB above sp: a 5000-page device keeps up, a 500-page one
+        // does not
+        let mut i = with_age(sp_age() + 8 * MIB);
         let mut p = Steady::default();
-        assert_eq!(p.plan(&i).pace_per_s, 0.0);
+        let plans: Vec<FlushPlan> = (0..4).map(|_| p.plan(&i)).collect();
+        assert!(plans.iter().all(|x| x.admission.is_some()), "{plans:?}");
+        assert_eq!(p.room_share, 0.0);
+        // on the slow device the law asks for more than it writes: the first loop clamps to
+        // 1.1 x the device under the curve; after 1 s of that the flush lists take half the
+        // device beside the LRU cleaner (here none), the curve stands down, and commits that
+        // find no room write the rest
         i.device_pages_per_s = 500.0;
-        // at its set point the pace starts at the commit rate it found (2000/s, over 1 s)
-        let pace = p.plan(&i).pace_per_s;
-        assert!((pace - 2_000.0).abs() < 1.0, "{pace}");
-        // paced, the curve leaves the overload to the pace: its age term alone
-        let curve = p.plan(&i).admission;
-        assert_eq!(curve.map(|c| c.overload), Some(0.0));
-        // above the set point the pace falls, below it rises, by the proportional term
-        // at once and the integral over time
-        let span = i.async_point as f64 - setpoint(&i);
-        let mut hi = with_age((pace_setpoint(&i) + span / 2.0) as u64);
-        hi.device_pages_per_s = 500.0;
+        let plans: Vec<FlushPlan> = (0..4).map(|_| p.plan(&i)).collect();
+        assert_eq!(plans[0].flush_list_pages, 550, "{plans:?}");
+        assert!(plans[0].admission.is_some(), "{plans:?}");
+        for x in &plans[1..] {
+            assert_eq!(x.flush_list_pages, 250, "{plans:?}");
+            assert_eq!(x.admission, None, "{plans:?}");
+            assert_eq!(x.admission_delay_us, 0, "{plans:?}");
+        }
+        // the LRU cleaner's pages are not the flush lists': half of what is left (its
+        // average over about 2 s moves half of the way in a 1 s loop)
         let mut q = p.clone();
-        let a = q.plan(&hi).pace_per_s;
-        let b = q.plan(&hi).pace_per_s;
-        assert!(a < pace * 0.76 && b < a, "{pace} {a} {b}");
-        let mut lo = with_age((pace_setpoint(&i) - span / 2.0) as u64);
-        lo.device_pages_per_s = 500.0;
+        i.lru_flushed_last = 200;
+        assert_eq!(q.plan(&i).flush_list_pages, 200); // (500 - 100) / 2
+        assert_eq!(q.plan(&i).flush_list_pages, 175); // (500 - 150) / 2
+                                                      // commits' own writes are not subtracted: the share does not shrink as they write
         let mut q = p.clone();
-        let a = q.plan(&lo).pace_per_s;
-        assert!(a > pace * 1.2, "{pace} {a}");
-        // the clients stay under the pace below its set point for 5 s: pacing ends
-        lo.commits_per_s = 500.0;
-        lo.device_pages_per_s = 5_000.0;
-        let mut q = p.clone();
-        let paces: Vec<f64> = (0..8).map(|_| q.plan(&lo).pace_per_s).collect();
-        assert!(paces[0] > 0.0 && paces[7] == 0.0, "{paces:?}");
-        // a band of about 8.4 MiB: commits of 2 KB pace, commits of 512 KB (16 in the band)
-        // do not
-        let mut big = i.clone();
-        big.commits_per_s = 8.0;
-        assert_eq!(Steady::default().plan(&big).pace_per_s, 0.0);
+        i.lru_flushed_last = 0;
+        i.foreground_flushed_last = 400;
+        assert_eq!(q.plan(&i).flush_list_pages, 250);
+        // the device keeps up again, the log at sp: the law asks for the demand (1000), under
+        // the share (2500); after 5 s of that the curve is back
+        i.foreground_flushed_last = 0;
+        i.device_pages_per_s = 5_000.0;
+        let mut j = i.clone();
+        j.checkpoint_lsn = i.lsn - (sp_age() - i.reserved_bytes);
+        let plans: Vec<FlushPlan> = (0..6).map(|_| p.plan(&j)).collect();
+        assert!(
+            plans[..4].iter().all(|x| x.admission.is_none()),
+            "{plans:?}"
+        );
+        assert!(plans[5].admission.is_some(), "{plans:?}");
+        assert_eq!(p.room_share, 0.0);
     }
 
     #[test]
-    fn the_device_is_the_limit_when_the_lru_takes_what_the_flush_lists_need() {
-        // demand 1000 pages/s on a 5000-page device: alone, the flush lists keep up
-        let mut i = with_age(pace_setpoint(&base()).round() as u64);
-        let mut p = Steady::default();
-        assert_eq!(p.plan(&i).pace_per_s, 0.0);
-        // the LRU cleaner writes 4500 pages/s of it: 500 are left for a demand of 1000; once
-        // the average of the LRU's rate has seen it, the pace engages, where it did not while
-        // the whole device was the measure
-        i.lru_flushed_last = 4_500;
-        let paces: Vec<f64> = (0..8).map(|_| p.plan(&i).pace_per_s).collect();
-        assert_eq!(paces[0], 0.0, "{paces:?}");
-        assert!(paces[7] > 0.0, "{paces:?}");
-        // the pace holds: the flush lists at what is left of the device are not an idle
-        // device (a flush rate of 550 is a ninth of the whole device's 1.1 x 5000)
-        let held: Vec<f64> = (0..10).map(|_| p.plan(&i).pace_per_s).collect();
-        assert!(held.iter().all(|&x| x > 0.0), "{held:?}");
-        // unpaced, the curve's overload term counts the same budget: (1000 - 500) / 500
-        let curve = admission_curve(&i, false, 4_500.0);
-        assert_eq!(curve.overload, 1.0);
-        assert_eq!(admission_curve(&i, false, 0.0).overload, 0.0);
-        // user threads' writes count as the LRU's do
-        let mut j = i.clone();
-        j.lru_flushed_last = 0;
-        j.foreground_flushed_last = 4_500;
-        let mut q = Steady::default();
-        let paces: Vec<f64> = (0..8).map(|_| q.plan(&j).pace_per_s).collect();
-        assert!(paces[7] > 0.0, "{paces:?}");
+    fn the_curves_overload_counts_what_the_lru_leaves() {
+        // demand 1000 pages/s on a 5000-page device of which the LRU cleaner writes 4500:
+        // (1000 - 500) / 500, at most 1
+        let i = with_age(sp_age());
+        assert_eq!(admission_curve(&i, 4_500.0).overload, 1.0);
+        assert_eq!(admission_curve(&i, 0.0).overload, 0.0);
         // however much the others write, the flush lists keep a tenth of the device
         assert_eq!(flush_list_budget(&i, 1e9), 500.0);
-    }
-
-    #[test]
-    fn a_pace_ends_when_the_flush_rate_leaves_the_device_idle() {
-        // engaged where the device could not keep up (500 pages/s against a demand of 1000)
-        let mut i = with_age(pace_setpoint(&base()).round() as u64);
-        i.device_pages_per_s = 500.0;
-        let mut p = Steady::default();
-        let pace = p.plan(&i).pace_per_s;
-        assert!(pace > 0.0);
-        // the device still the limit, the clients at the pace, the log at its set point: the
-        // flush rate is pinned at the device and the pace holds
-        let mut q = p.clone();
-        let paces: Vec<f64> = (0..10).map(|_| q.plan(&i).pace_per_s).collect();
-        assert!(paces.iter().all(|&x| x > 0.0), "{paces:?}");
-        // the same, but the device absorbs 5000 pages/s and the flush rate uses a fifth of it:
-        // the clients still reach the pace and the log is not under its set point, so only the
-        // idle device says that the pace is what limits them; it ends after 5 s
-        i.device_pages_per_s = 5_000.0;
-        let plans: Vec<(u64, f64)> = (0..8)
-            .map(|_| {
-                let plan = p.plan(&i);
-                (plan.flush_list_pages, plan.pace_per_s)
-            })
-            .collect();
-        assert!(plans.iter().all(|&(n, _)| n < 2_750), "{plans:?}");
-        assert!(plans[0].1 > 0.0 && plans[3].1 > 0.0, "{plans:?}");
-        assert_eq!(plans[7].1, 0.0, "{plans:?}");
     }
 
     #[test]

@@ -226,10 +226,7 @@ pub fn run(policy: &mut dyn Policy, p: &Params, phases: &[(usize, f64)]) -> Outc
                     None => plan.admission_delay_us,
                 };
                 let delay_s = delay_us as f64 / 1e6;
-                let mut rate = offered / (1.0 + offered * delay_s / p.clients);
-                if plan.pace_per_s > 0.0 {
-                    rate = rate.min(plan.pace_per_s);
-                }
+                let rate = offered / (1.0 + offered * delay_s / p.clients);
                 (rate, delay_us)
             };
             let share = plan.flush_list_pages as f64 / TICKS as f64;
@@ -286,7 +283,6 @@ pub fn run(policy: &mut dyn Policy, p: &Params, phases: &[(usize, f64)]) -> Outc
 #[cfg(test)]
 mod tests {
     use super::super::make;
-    use super::super::steady::{PACE_ABOVE, SETPOINT_FRAC as SETPOINT};
     use super::*;
     use crate::options::FlushPolicy;
 
@@ -334,11 +330,12 @@ mod tests {
             let mut pol = make(FlushPolicy::Steady);
             let o = run(pol.as_mut(), p, &phases);
             println!("[{label}] {}", o.row("steady"));
-            // The set point sits at 85% of the async point, so a burst may pass the async
-            // point briefly (where the delay climbs towards the sync point's); never the sync
-            // point.
-            assert_eq!(o.ticks_at_sync, 0, "{label}: reached the sync point");
-            assert!(o.max_age_frac < 15.0 / 16.0, "{label}");
+            // where the device keeps up, the log stays under the sync point; where it does
+            // not, commits write for their room there (steady_meters_an_overloaded_device)
+            if phases.iter().all(|&(_, offered)| offered <= p.offered(1.0)) {
+                assert_eq!(o.ticks_at_sync, 0, "{label}: reached the sync point");
+            }
+            assert!(o.max_age_frac <= 15.0 / 16.0, "{label}");
             // per phase: the offered load itself changes between phases
             let mut start = 0;
             for &(secs, _) in &phases {
@@ -411,16 +408,16 @@ mod tests {
     }
 
     #[test]
-    fn steady_paces_an_overloaded_device_to_a_level_line() {
-        // offered 1.5 and 3 x what the device can clean up after: once settled, the pace
-        // holds the commits level, at close to what the device sustains, with the log in
-        // use near the set point (under the async point)
+    fn steady_meters_an_overloaded_device_by_the_commits_room() {
+        // offered 1.5 and 3 x what the device can clean up after: once settled, the page
+        // cleaner takes half the device, commits write the rest for their room, and the
+        // commits run level at close to what the device sustains, with no delay
         for p in [Params::default(), Params::matrix_like()] {
-            paces_to_a_level_line(&p);
+            meters_to_a_level_line(&p);
         }
     }
 
-    fn paces_to_a_level_line(p: &Params) {
+    fn meters_to_a_level_line(p: &Params) {
         let sustainable = p.device_pages_per_s / p.pages_per_txn;
         for k in [1.5, 3.0] {
             let o = run(
@@ -433,27 +430,17 @@ mod tests {
                 ..Outcome::default()
             };
             println!("[{k} x device] {}", settled.row("steady"));
-            // level from one second to the next (the model's pages per commit drift slowly
-            // as the pool's clean share changes, and the pace follows)
             let m = settled.mean();
             for (t, w) in settled.tput.windows(2).enumerate() {
                 assert!((w[1] - w[0]).abs() <= 0.03 * m, "{k} @{}s: {w:?}", t + 101);
             }
             assert!(settled.p1() >= 0.9 * m, "{k}");
-            // the model's commits dirty pages_per_txn x the clean share of the pool, so the
-            // device sustains at least `sustainable`
-            assert!(
-                settled.mean() >= 0.95 * sustainable,
-                "{k}: {}",
-                settled.mean()
-            );
-            // the pace's set point: PACE_ABOVE of the way from the flush rate's to the async
-            // point
-            let sp = 0.875 * (SETPOINT + PACE_ABOVE * (1.0 - SETPOINT));
-            for (t, a) in o.age_frac.iter().enumerate().skip(100) {
-                assert!((a - sp).abs() < 0.02, "{k} @{t}s: age {a}, set point {sp}");
+            assert!(m >= 0.95 * sustainable, "{k}: {m}");
+            // past the async point every policy's cleaner writes at least io_capacity_max: where
+            // that is the whole device (the default toy), the commits have nothing left to write
+            if (p.io_capacity_max as f64) < p.device_pages_per_s {
+                assert!(o.room_pages > 0.0, "{k}: no room writes");
             }
-            assert_eq!(o.ticks_at_sync, 0, "{k}");
         }
     }
 
