@@ -19,7 +19,7 @@
 //! evenly over the age). A commit writes `redo_per_txn` bytes and newly dirties
 //! `pages_per_txn` pages times the clean fraction of the pool (pages already dirty are
 //! combined). With N clients and an offered rate W (commits/s with no delay), a delay d gives
-//! W / (1 + W d / N) commits/s, and a pace (`pace_per_s`) caps that.
+//! W / (1 + W d / N) commits/s.
 
 use super::{FlushInputs, Policy};
 
