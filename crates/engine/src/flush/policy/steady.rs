@@ -227,9 +227,8 @@ impl Steady {
     /// the log in use above sp, for [`ROOM_ENGAGE_S`]. Then no flush rate holds sp, and
     /// what the clients commit is what the device cleans up after, however the admission is
     /// made. Made by a delay on each commit (the curve, or the even schedule steady once
-    /// used), it
-    /// depends on the log in use that a commit sees, which moves with every reservation taken
-    /// and every batch the cleaner ends; made by the commits' own writes (a commit that finds
+    /// used), it depends on the log in use that a commit sees, which moves with every
+    /// reservation taken and every batch the cleaner ends; made by the commits' own writes (a commit that finds
     /// no room writes a batch of the oldest pages and is admitted as its room appears,
     /// `Durability::admit_stalled`), it follows the device one batch at a time. And the
     /// cleaner writing the whole device held the log lower than the commits' room does, so
@@ -348,6 +347,7 @@ impl Policy for Steady {
         }
         let room = self.room_metered(inp);
         if let Some(share) = room {
+            // the loop that engages: `rate` was clamped to the device, not yet to the share
             rate = rate.min(share);
         }
         let pages = rate * span + self.carry;
