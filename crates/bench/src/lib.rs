@@ -19,6 +19,8 @@ pub mod cli;
 pub mod codec;
 pub mod driver;
 pub mod error;
+#[cfg(feature = "evenkeel")]
+pub mod holes;
 pub mod insert;
 #[cfg(feature = "evenkeel")]
 pub mod matrix;

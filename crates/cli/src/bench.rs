@@ -32,6 +32,14 @@ pub fn run_matrix(a: &evenkeel_bench::matrix::MatrixArgs) -> CmdResult {
     Ok(())
 }
 
+/// `evenkeel holes`: runs the setups, then prints their table and where it is written.
+pub fn run_holes(a: &evenkeel_bench::holes::HolesArgs) -> CmdResult {
+    let out = evenkeel_bench::holes::run_holes(a).map_err(failure)?;
+    print!("{}", evenkeel_bench::holes::render_text(&out.setups));
+    println!("holes: {}", out.out_dir.join("holes.txt").display());
+    Ok(())
+}
+
 /// TPC-C consistency conditions (clause 3.3.2) on a database the workbench loaded, read
 /// through the `engine`'s driver.
 pub fn check_tpcc(

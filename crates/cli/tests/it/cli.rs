@@ -596,6 +596,7 @@ fn every_command_has_help_and_only_working_commands_are_listed() {
             "bench",
             "sweep",
             "matrix",
+            "holes",
             "torture",
             "recovery-bench",
             "soak",
@@ -614,6 +615,7 @@ fn every_command_has_help_and_only_working_commands_are_listed() {
         "bench",
         "sweep",
         "matrix",
+        "holes",
         "torture",
         "recovery-bench",
         "soak",
@@ -779,6 +781,97 @@ fn matrix_runs_each_policy_in_each_cell_and_tables_them() {
     expect_code(&bad, 2);
     assert!(
         text(&bad.stderr).contains("tpcc-log-1/16"),
+        "{}",
+        text(&bad.stderr)
+    );
+}
+
+/// `evenkeel holes --quick` with evenkeel alone on one TPC-C and the insert setup: each setup
+/// gets a real run, the table carries the verdict and the chart, the insert template is marked
+/// loaded, and a second run on the same --dir loads nothing (its output names no load).
+#[test]
+fn holes_runs_each_setup_and_tables_them() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let data = tmp.path().join("data");
+    let out = tmp.path().join("out");
+    let args = |out: &std::path::Path| {
+        vec![
+            "holes".to_string(),
+            "--quick".into(),
+            "--engines".into(),
+            "evenkeel".into(),
+            "--setups".into(),
+            "tpcc-small-log,insert".into(),
+            "--seconds".into(),
+            "3".into(),
+            "--warmup".into(),
+            "1".into(),
+            "--dir".into(),
+            dir_arg(&data).into(),
+            "--out".into(),
+            dir_arg(out).into(),
+        ]
+    };
+    let a = args(&out);
+    let o = run(&a.iter().map(String::as_str).collect::<Vec<_>>(), b"");
+    expect_code(&o, 0);
+    let table = std::fs::read_to_string(out.join("holes.txt")).expect("holes.txt");
+    assert!(text(&o.stdout).ends_with(&format!(
+        "{table}holes: {}\n",
+        out.join("holes.txt").display()
+    )));
+    for needle in [
+        "tpcc-small-log",
+        "insert",
+        "evenkeel sweep tpcc",
+        "--vary engine=evenkeel",
+        "sweep.html",
+    ] {
+        assert!(table.contains(needle), "{needle}:\n{table}");
+    }
+    let verdicts: Vec<&str> = table
+        .lines()
+        .skip_while(|l| !l.starts_with("verdict:"))
+        .skip(1)
+        .take(2)
+        .collect();
+    assert_eq!(verdicts.len(), 2, "{table}");
+    for v in verdicts {
+        assert!(
+            v.ends_with("ok") || v.contains("< 0.9") || v.contains("under half"),
+            "{v}"
+        );
+    }
+    assert!(out.join("tpcc-small-log").join("sweep.html").exists());
+    assert!(data.join("insert").join("loaded-evenkeel").exists());
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("holes.json")).expect("json"))
+            .expect("parse");
+    let setups = json["setups"].as_array().expect("setups");
+    assert_eq!(setups.len(), 2);
+    for s in setups {
+        let runs = s["runs"].as_array().expect("runs");
+        assert_eq!(runs.len(), 1, "{s}");
+        assert!(runs[0]["mean"].as_f64().is_some_and(|m| m > 0.0), "{s}");
+        assert!(runs[0]["checkpoint_age_max_pct"].as_f64().is_some(), "{s}");
+    }
+    // the runs' copies are gone, the templates stay
+    let left: Vec<String> = std::fs::read_dir(data.join("tpcc"))
+        .expect("tpcc data")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left, ["template-evenkeel"], "{left:?}");
+    // a second run reuses the insert template: no load line
+    let out2 = tmp.path().join("out2");
+    let a = args(&out2);
+    let o = run(&a.iter().map(String::as_str).collect::<Vec<_>>(), b"");
+    expect_code(&o, 0);
+    assert!(!out2.join("insert").join("load-evenkeel").exists());
+    // A bad setup is refused with the valid names, before anything loads.
+    let bad = run(&["holes", "--setups", "nope", "--dir", dir_arg(&data)], b"");
+    expect_code(&bad, 2);
+    assert!(
+        text(&bad.stderr).contains("tpcc-big-pool"),
         "{}",
         text(&bad.stderr)
     );
