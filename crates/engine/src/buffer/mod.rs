@@ -23,6 +23,7 @@
 //!
 //! Never: write a page without going through `write_back`; allocate frames after open.
 
+pub mod busy;
 mod fetch;
 mod guard;
 mod lru;
@@ -329,7 +330,11 @@ impl PreparedBatch<'_> {
         if self.imgs.is_empty() {
             return Ok(0);
         }
-        self.pool.write_images(&self.imgs)
+        self.pool.write_clock.begin(Instant::now());
+        let r = self.pool.write_images(&self.imgs);
+        let pages = r.as_ref().map_or(0, |n| *n as u64);
+        self.pool.write_clock.end(pages, Instant::now());
+        r
     }
 }
 
@@ -370,6 +375,8 @@ pub struct BufferPool {
     per_instance: u32,
     file: Arc<dyn File>,
     epoch: Instant,
+    /// Time with page writes in flight, every writer's (the page cleaner's device rate).
+    pub write_clock: busy::BusyClock,
     pub counters: PoolCounters,
 }
 
@@ -479,6 +486,7 @@ impl BufferPool {
             per_instance: per_instance as u32,
             file,
             epoch: Instant::now(),
+            write_clock: busy::BusyClock::default(),
             counters: PoolCounters::default(),
         })
     }

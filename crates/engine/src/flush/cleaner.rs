@@ -46,21 +46,48 @@ struct Meter {
     flushed: VecDeque<f64>,
     /// Best recent page-write throughput seen while the cleaner was writing (pages/s).
     device_pages_per_s: f64,
-    /// Pages every writer wrote while the cleaner wrote, and the time it wrote, since the
-    /// estimate last moved ([`DEVICE_WINDOW_S`]).
+    /// When the device's window started, and the pool's write clock then
+    /// (`BufferPool::write_clock`: seconds with a page write in flight, pages written).
+    window_at: Instant,
     busy_pages: u64,
     busy_s: f64,
     dirtied_per_redo_byte: f64,
 }
 
-/// The cleaner's writing time over which the device's rate is measured. One short loop's
-/// pages over its time is not a rate the device sustains: past the async point the cleaner
-/// loops every 10 ms, and a 10 ms loop whose batches met a throttled device at the start of
-/// its time slice measured 2-3 times what the device wrote over a second (10,000-20,000
-/// pages/s estimated on the steady device's 6,000), so the clamp of every plan to the device
-/// clamped nothing (docs/measurements.md, "Where the device is the limit, commits write for
-/// their room"). A window longer than the device's slices (100 ms there) measures its rate.
-const DEVICE_WINDOW_S: f64 = 0.25;
+/// The wall time over which the device's page-write rate is measured: every writer's pages
+/// (the page cleaner's, the LRU cleaner's, user threads') over the window, in a window where
+/// page writes were in flight for at least [`DEVICE_BUSY_FRAC`] of it (one that kept the
+/// device idle says nothing of what it can do, and leaves the estimate as it was).
+///
+/// Why wall time, not writing time: pages over the time writes were in flight read 2-3 times
+/// what the device wrote over a second. The cleaner's own writing time missed the pages the
+/// commits and the LRU cleaner wrote while it slept, and counted those that completed in its
+/// short windows (a 2 ms loop that saw a commit's 64-page batch complete); the time any write
+/// was in flight read 9,000-15,000 pages/s on insert l.i1 where the device wrote 5,400 (the
+/// steady device's throttle admits each 100 ms slice's bytes in bursts, and the log's writes
+/// share its bandwidth). A plan clamped to such an estimate wrote at twice the device for a
+/// loop and starved the commits' log writes (docs/measurements.md, "steady's feed-forward
+/// averaged"). A second spans ten of the throttle's slices.
+const DEVICE_WINDOW_S: f64 = 1.0;
+/// The share of a window page writes must have kept the device busy for it to measure it.
+const DEVICE_BUSY_FRAC: f64 = 0.5;
+
+/// The device's page-write rate after a window of `wall` seconds in which `written` pages
+/// were written with a write in flight for `busy` seconds, from the estimate `prev` (0:
+/// none). Fast attack, slower decay: what the device sustained when page writes kept it busy
+/// (for at least [`DEVICE_BUSY_FRAC`] of the window; a window that left it idle more than
+/// that leaves the estimate as it was).
+fn next_device_rate(prev: f64, written: u64, busy: f64, wall: f64) -> f64 {
+    if !(wall > 0.0) || busy < DEVICE_BUSY_FRAC * wall || written < 8 {
+        return prev;
+    }
+    let rate = written as f64 / wall;
+    if rate > prev {
+        rate
+    } else {
+        0.8 * prev + 0.2 * rate
+    }
+}
 
 /// The page cleaner's thread: one loop of `CleanerState`'s steps after another, until the
 /// database stops it or a write fails.
@@ -144,8 +171,10 @@ impl CleanerState {
                 redo_rates: VecDeque::new(),
                 flushed: VecDeque::new(),
                 device_pages_per_s: 0.0,
-                busy_pages: 0,
-                busy_s: 0.0,
+                window_at: Instant::now(),
+                // the clock counts from the pool's start (recovery's writes, a load's)
+                busy_pages: dur.pool.write_clock.read(Instant::now()).1,
+                busy_s: dur.pool.write_clock.read(Instant::now()).0,
                 dirtied_per_redo_byte: 0.0,
             },
             marks: current_marks(dur),
@@ -338,10 +367,18 @@ impl CleanerState {
             .store(plan.admission_delay_us, Ordering::Relaxed);
         *dur.admission.write() = plan.admission;
         tracing::debug!(
+            elapsed_ms = (inp.elapsed_s * 1000.0) as u64,
             commits_per_s = inp.commits_per_s,
             in_use_pct =
                 100.0 * policy::steady::in_use(inp) as f64 / inp.log_capacity.max(1) as f64,
+            age_pct = 100.0 * inp.checkpoint_age() as f64 / inp.log_capacity.max(1) as f64,
+            redo_last = inp.redo_rate_last as u64,
+            redo_avg = inp.redo_rate_avg as u64,
+            feed_forward = policy::steady::feed_forward(inp) as u64,
+            dirty_pages = inp.dirty_pages,
             flush_list_pages = plan.flush_list_pages,
+            flushed_last = inp.flushed_last,
+            delay_at_async_us = plan.admission.map_or(0, |c| c.delay_us(c.async_age)),
             device_pages_per_s = inp.device_pages_per_s,
             "page cleaner plan"
         );
@@ -360,9 +397,6 @@ impl CleanerState {
         };
         self.planned.flush_list_pages += plan.flush_list_pages;
         self.planned.lru_pages += plan.lru_pages;
-        let t0 = Instant::now();
-        let lru_before = dur.counters.pages_flushed_lru.load(Ordering::Relaxed);
-        let fg_before = foreground_flushed(dur);
         let flushed = match carry_out(dur, plan, &m.knobs) {
             Ok(x) => x,
             Err(e) => {
@@ -370,35 +404,27 @@ impl CleanerState {
                 return false;
             }
         };
-        let spent = t0.elapsed().as_secs_f64();
-        // The device absorbed, meanwhile, the LRU cleaner's writes and the user threads' too:
-        // counting only the cleaner's own made the estimate fall as others wrote more.
-        let others_during = dur
-            .counters
-            .pages_flushed_lru
-            .load(Ordering::Relaxed)
-            .saturating_sub(lru_before)
-            + foreground_flushed(dur).saturating_sub(fg_before);
         let lru = dur
             .counters
             .pages_flushed_lru
             .load(Ordering::Relaxed)
             .saturating_sub(self.lru_mark);
         self.lru_mark += lru;
-        if flushed > 0 && spent > 0.0 {
-            self.meter.busy_pages += flushed + others_during;
-            self.meter.busy_s += spent;
-        }
-        if self.meter.busy_s >= DEVICE_WINDOW_S && self.meter.busy_pages >= 8 {
-            let rate = self.meter.busy_pages as f64 / self.meter.busy_s;
-            self.meter.busy_pages = 0;
-            self.meter.busy_s = 0.0;
-            // fast attack, slow decay: the device's capacity is what it sustained when busy
-            self.meter.device_pages_per_s = if rate > self.meter.device_pages_per_s {
-                rate
-            } else {
-                0.95 * self.meter.device_pages_per_s + 0.05 * rate
-            };
+        // every writer's pages over the window's wall time, where page writes kept the
+        // device busy for most of it
+        let now = Instant::now();
+        let wall = now
+            .saturating_duration_since(self.meter.window_at)
+            .as_secs_f64();
+        if wall >= DEVICE_WINDOW_S {
+            let (busy_s, pages) = dur.pool.write_clock.read(now);
+            let busy = busy_s - self.meter.busy_s;
+            let written = pages.saturating_sub(self.meter.busy_pages);
+            self.meter.window_at = now;
+            self.meter.busy_s = busy_s;
+            self.meter.busy_pages = pages;
+            self.meter.device_pages_per_s =
+                next_device_rate(self.meter.device_pages_per_s, written, busy, wall);
         }
         self.flushed_last = flushed + lru;
         self.lru_last = lru;
@@ -576,6 +602,35 @@ impl SampleBase {
             history_versions: history.history_versions,
             purge_lag: history.purge_lag,
             oldest_view_age_ms: history.oldest_view_age_ms,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_device_rate_is_pages_over_wall_time_where_writes_kept_it_busy() {
+        // (previous, written, busy s, wall s, want)
+        for (prev, written, busy, wall, want) in [
+            // first window: the rate over the wall time, not over the busy time
+            (0.0, 5_400, 0.54, 1.0, 5_400.0),
+            // faster: at once
+            (5_000.0, 6_000, 0.9, 1.0, 6_000.0),
+            // slower: a fifth of the way
+            (10_000.0, 5_000, 0.9, 1.0, 9_000.0),
+            // idle more than half the window: says nothing
+            (5_000.0, 1_000, 0.3, 1.0, 5_000.0),
+            // too few pages, or no time
+            (5_000.0, 7, 1.0, 1.0, 5_000.0),
+            (5_000.0, 100, 0.0, 0.0, 5_000.0),
+        ] {
+            assert_eq!(
+                next_device_rate(prev, written, busy, wall),
+                want,
+                "{prev} {written} {busy} {wall}"
+            );
         }
     }
 }

@@ -80,6 +80,15 @@ const DELAY_AT_SYNC_US: f64 = 20_000.0;
 /// "steady's free frames").
 const LRU_HORIZON_S: f64 = 0.01;
 const LRU_EXTENT: u64 = 64;
+/// The time over which the feed-forward's dirty pages per redo byte at the tail are averaged.
+/// One loop's measure moved 1,600 to 12,400 pages/s and back within a second on insert l.i1
+/// (256 MiB pool, 64 MiB of redo, the device the limit): the tail holds the pages first
+/// dirtied one log's fill earlier, when commits had slowed or surged, and a plan that followed
+/// it wrote at twice the device for a loop, starved the commits' log writes, and so made the
+/// next tail thin again, in a 1.5-2 s cycle (docs/measurements.md, "steady's feed-forward
+/// averaged"). Averaged over longer than that cycle, the feed-forward follows the density the
+/// workload makes, and the P and I terms correct the age.
+const TAIL_AVG_S: f64 = 2.0;
 /// The time over which the other writers' page rate is averaged ([`flush_list_budget`]).
 const OTHERS_AVG_S: f64 = 2.0;
 /// The flush lists' share of the device is never taken as less than this, however much the
@@ -117,6 +126,9 @@ pub struct Steady {
     /// While commits meter the overload by their own writes, the flush lists' share of the
     /// device, pages/s; 0 otherwise ([`Steady::room_metered`]).
     room_share: f64,
+    /// The dirty pages per redo byte at the tail of the flush lists, averaged over
+    /// [`TAIL_AVG_S`]; 0 until measured.
+    tail: f64,
 }
 
 /// Finite and non-negative, else 0.
@@ -176,10 +188,15 @@ pub fn demand(inp: &FlushInputs) -> f64 {
     sane(inp.redo_rate_avg) * sane(inp.dirtied_per_redo_byte)
 }
 
-/// The feed-forward, pages/s: the redo rate times the dirty pages per redo byte at the tail
-/// of the flush lists, or the demand when the tail measure is missing.
+/// The feed-forward, pages/s, of one loop's measure: the redo rate times the dirty pages per
+/// redo byte at the tail of the flush lists, or the demand when the tail measure is missing.
+/// The law uses the tail's density averaged over [`TAIL_AVG_S`] ([`Steady::feed_forward`]).
 pub fn feed_forward(inp: &FlushInputs) -> f64 {
-    let tail = sane(inp.tail_pages_per_redo_byte);
+    feed_forward_at(inp, sane(inp.tail_pages_per_redo_byte))
+}
+
+/// The feed-forward with `tail` dirty pages per redo byte at the tail (0: unknown).
+fn feed_forward_at(inp: &FlushInputs, tail: f64) -> f64 {
     if tail > 0.0 {
         sane(inp.redo_rate_avg) * tail
     } else {
@@ -188,11 +205,12 @@ pub fn feed_forward(inp: &FlushInputs) -> f64 {
 }
 
 /// The commit delay curve for this loop (evaluated by each commit on the age it sees).
-/// `others`: the other writers' pages/s ([`flush_list_budget`]).
-pub fn admission_curve(inp: &FlushInputs, others: f64) -> AdmissionCurve {
+/// `ff`: the feed-forward, pages/s; `others`: the other writers' pages/s
+/// ([`flush_list_budget`]).
+pub fn admission_curve(inp: &FlushInputs, ff: f64, others: f64) -> AdmissionCurve {
     let dev = flush_list_budget(inp, others);
     let overload = if dev.is_finite() && dev > 0.0 {
-        ((feed_forward(inp) - dev) / dev).clamp(0.0, 1.0)
+        ((ff - dev) / dev).clamp(0.0, 1.0)
     } else {
         0.0
     };
@@ -210,7 +228,7 @@ pub fn admission_curve(inp: &FlushInputs, others: f64) -> AdmissionCurve {
 /// The commit delay at this loop's checkpoint age, microseconds.
 #[cfg(test)]
 fn admission_delay_us(inp: &FlushInputs) -> u64 {
-    admission_curve(inp, 0.0).delay_us(in_use(inp))
+    admission_curve(inp, feed_forward(inp), 0.0).delay_us(in_use(inp))
 }
 
 /// LRU pages to free this loop.
@@ -278,12 +296,26 @@ impl Steady {
         Some(share)
     }
 
-    /// The flush-list rate, pages/s, updating the integral.
+    /// The feed-forward, pages/s: [`feed_forward`] with the tail's density averaged over
+    /// [`TAIL_AVG_S`] (updated by [`Steady::rate`] once a loop).
+    fn feed_forward(&self, inp: &FlushInputs) -> f64 {
+        feed_forward_at(inp, self.tail)
+    }
+
+    /// The flush-list rate, pages/s, updating the integral and the tail's average.
     fn rate(&mut self, inp: &FlushInputs) -> f64 {
         let dt = loop_s(inp);
+        let tail = sane(inp.tail_pages_per_redo_byte);
+        if tail > 0.0 {
+            self.tail = if self.tail > 0.0 {
+                self.tail + (tail - self.tail) * (dt / TAIL_AVG_S).min(1.0)
+            } else {
+                tail
+            };
+        }
         let age = in_use(inp) as f64;
         let sp = setpoint(inp);
-        let ff = feed_forward(inp);
+        let ff = self.feed_forward(inp);
         // Above sp: the dirty pages standing for the excess age, taking them spread evenly over
         // the age. Below: the same fraction of the deficit, so the rate eases off smoothly.
         let excess_pages = (age - sp) / age.max(sp).max(1.0) * inp.dirty_pages as f64;
@@ -369,7 +401,7 @@ impl Policy for Steady {
                 ..FlushPlan::default()
             };
         }
-        let curve = admission_curve(inp, self.others);
+        let curve = admission_curve(inp, self.feed_forward(inp), self.others);
         FlushPlan {
             flush_list_pages: n,
             lru_pages: lru_pages(inp),
@@ -483,6 +515,39 @@ mod tests {
         }
     }
 
+    /// A tail whose density swings loop to loop (thin, thick, thin, ...) moves the law's
+    /// feed-forward by a small share of the swing, and a lasting change is followed.
+    #[test]
+    fn the_feed_forward_averages_the_tails_density() {
+        let mut s = Steady::default();
+        let mut i = with_age(sp_age());
+        i.elapsed_s = 0.2;
+        let (thin, thick) = (1.0 / 8_000.0, 1.0 / 2_000.0);
+        let mut ffs = Vec::new();
+        for k in 0..40 {
+            i.tail_pages_per_redo_byte = if k % 2 == 0 { thin } else { thick };
+            s.rate(&i);
+            ffs.push(s.feed_forward(&i));
+        }
+        let (lo, hi) = (feed_forward_at(&i, thin), feed_forward_at(&i, thick));
+        // from one loop to the next it moves by a tenth of the swing at most
+        for w in ffs.windows(2).skip(1) {
+            assert!((w[1] - w[0]).abs() < 0.1 * (hi - lo), "{w:?} of {lo}..{hi}");
+        }
+        assert!(ffs.iter().all(|&x| x >= lo && x < hi), "{ffs:?}");
+        // a lasting change: within 10% of the new density's feed-forward after 3 time constants
+        let loops = (3.0 * TAIL_AVG_S / i.elapsed_s).ceil() as usize;
+        for _ in 0..loops {
+            i.tail_pages_per_redo_byte = thick;
+            s.rate(&i);
+        }
+        assert!(
+            s.feed_forward(&i) > 0.9 * hi,
+            "{} of {hi}",
+            s.feed_forward(&i)
+        );
+    }
+
     #[test]
     fn feed_forward_from_the_tail_of_the_flush_list() {
         // at sp the rate is the feed-forward alone; redo 4 MB/s
@@ -556,8 +621,8 @@ mod tests {
         // demand 1000 pages/s on a 5000-page device of which the LRU cleaner writes 4500:
         // (1000 - 500) / 500, at most 1
         let i = with_age(sp_age());
-        assert_eq!(admission_curve(&i, 4_500.0).overload, 1.0);
-        assert_eq!(admission_curve(&i, 0.0).overload, 0.0);
+        assert_eq!(admission_curve(&i, feed_forward(&i), 4_500.0).overload, 1.0);
+        assert_eq!(admission_curve(&i, feed_forward(&i), 0.0).overload, 0.0);
         // however much the others write, the flush lists keep a tenth of the device
         assert_eq!(flush_list_budget(&i, 1e9), 500.0);
     }
