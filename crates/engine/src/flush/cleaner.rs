@@ -78,7 +78,7 @@ const DEVICE_BUSY_FRAC: f64 = 0.5;
 /// (for at least [`DEVICE_BUSY_FRAC`] of the window; a window that left it idle more than
 /// that leaves the estimate as it was).
 fn next_device_rate(prev: f64, written: u64, busy: f64, wall: f64) -> f64 {
-    if !(wall > 0.0) || busy < DEVICE_BUSY_FRAC * wall || written < 8 {
+    if wall.is_nan() || wall <= 0.0 || busy < DEVICE_BUSY_FRAC * wall || written < 8 {
         return prev;
     }
     let rate = written as f64 / wall;
