@@ -66,8 +66,8 @@ struct Meter {
 /// was in flight read 9,000-15,000 pages/s on insert l.i1 where the device wrote 5,400 (the
 /// steady device's throttle admits each 100 ms slice's bytes in bursts, and the log's writes
 /// share its bandwidth). A plan clamped to such an estimate wrote at twice the device for a
-/// loop and starved the commits' log writes (docs/measurements.md, "steady's feed-forward
-/// averaged"). A second spans ten of the throttle's slices.
+/// loop and starved the commits' log writes (docs/measurements.md, "The device's rate over wall
+/// time, and the feed-forward averaged"). A second spans ten of the throttle's slices.
 const DEVICE_WINDOW_S: f64 = 1.0;
 /// The share of a window page writes must have kept the device busy for it to measure it.
 const DEVICE_BUSY_FRAC: f64 = 0.5;

@@ -85,8 +85,8 @@ const LRU_EXTENT: u64 = 64;
 /// (256 MiB pool, 64 MiB of redo, the device the limit): the tail holds the pages first
 /// dirtied one log's fill earlier, when commits had slowed or surged, and a plan that followed
 /// it wrote at twice the device for a loop, starved the commits' log writes, and so made the
-/// next tail thin again, in a 1.5-2 s cycle (docs/measurements.md, "steady's feed-forward
-/// averaged"). Averaged over longer than that cycle, the feed-forward follows the density the
+/// next tail thin again, in a 1.5-2 s cycle (docs/measurements.md, "The device's rate over wall
+/// time, and the feed-forward averaged"). Averaged over longer than that cycle, the feed-forward follows the density the
 /// workload makes, and the P and I terms correct the age.
 const TAIL_AVG_S: f64 = 2.0;
 /// The time over which the other writers' page rate is averaged ([`flush_list_budget`]).
