@@ -189,8 +189,8 @@ enum Command {
         written per operation, and whether evenkeel kept its promise there (p1/mean at least \
         0.9, no second under half its mean, a mean at least InnoDB's). Each setup's \
         sweep.html draws the engines on one chart; holes.json holds every run's figures. \
-        About 25 minutes at the defaults once the data is loaded; the loads (kept in --dir) \
-        take longer the first time."
+        About 20 minutes at the defaults once the data is loaded; the loads (kept in --dir) \
+        add about 8 minutes the first time."
     )]
     Holes(evenkeel_bench::holes::HolesArgs),
 
