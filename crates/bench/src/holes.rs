@@ -28,8 +28,9 @@ use std::path::{Path, PathBuf};
 use clap::{Args, Parser};
 use serde::Serialize;
 
-use crate::cli::{run_sweep, BenchCommand, SweepCommand};
+use crate::cli::{run_sweep, BenchCommand};
 use crate::error::{BenchError, BenchResult};
+use crate::grid::{pick, remove_copies, BenchLine, SweepLine};
 use crate::report::{now_unix_s, utc_stamp};
 use crate::run::insert::run_insert;
 use crate::run::tpcc::prepare_tpcc;
@@ -201,45 +202,6 @@ pub struct HolesOutput {
     pub setups: Vec<HolesSetup>,
 }
 
-/// Parses a sweep command line (without the program name); a later `-w` or `--rows` (the
-/// quick data's) overrides the setup's.
-#[derive(Parser)]
-#[command(no_binary_name = true, args_override_self = true)]
-struct SweepLine {
-    #[command(subcommand)]
-    cmd: SweepCommand,
-}
-
-/// Parses a bench command line (without the program name), as [`SweepLine`].
-#[derive(Parser)]
-#[command(no_binary_name = true, args_override_self = true)]
-struct BenchLine {
-    #[command(subcommand)]
-    cmd: BenchCommand,
-}
-
-fn selected(a: &HolesArgs) -> BenchResult<Vec<Setup>> {
-    if a.setups.is_empty() {
-        return Ok(SETUPS.to_vec());
-    }
-    a.setups
-        .iter()
-        .map(|name| {
-            SETUPS
-                .iter()
-                .find(|s| s.name == name)
-                .copied()
-                .ok_or_else(|| {
-                    let names: Vec<&str> = SETUPS.iter().map(|s| s.name).collect();
-                    BenchError::Usage(format!(
-                        "--setups: no setup {name:?}; valid: {}",
-                        names.join(", ")
-                    ))
-                })
-        })
-        .collect()
-}
-
 /// The workload and its data's arguments, with the quick data and quiet output when asked.
 fn data_args(s: &Setup, a: &HolesArgs) -> String {
     let mut line = format!(
@@ -347,25 +309,12 @@ fn load_templates(s: &Setup, a: &HolesArgs, data: &Path, out: &Path) -> BenchRes
     Ok(())
 }
 
-/// Removes the runs' copies (`<data>/engine=...`), keeping the templates.
-fn remove_copies(data: &Path) -> BenchResult<()> {
-    let entries = std::fs::read_dir(data)
-        .map_err(|e| BenchError::io(format!("list {}", data.display()), e))?;
-    for e in entries.flatten() {
-        if e.file_name().to_string_lossy().starts_with("engine=") {
-            std::fs::remove_dir_all(e.path())
-                .map_err(|err| BenchError::io(format!("remove {}", e.path().display()), err))?;
-        }
-    }
-    Ok(())
-}
-
 /// Runs every setup: one engine sweep each.
 pub fn run_holes(a: &HolesArgs) -> BenchResult<HolesOutput> {
     if a.engines.is_empty() {
         return Err(BenchError::Usage("--engines: give at least one".into()));
     }
-    let setups = selected(a)?;
+    let setups = pick(&a.setups, SETUPS, |s| s.name, "--setups")?;
     let data = crate::run::DataDir::new(a.dir.as_deref())?;
     let out_dir = a.out.clone().unwrap_or_else(|| {
         PathBuf::from("evenkeel-results").join(format!("holes-{}", utc_stamp(now_unix_s())))
@@ -408,7 +357,7 @@ pub fn run_holes(a: &HolesArgs) -> BenchResult<HolesOutput> {
             .map_err(|e| BenchError::io(format!("create {}", setup_data.display()), e))?;
         load_templates(s, a, &setup_data, &setup_out)?;
         let sweep = run_sweep(&cmd)?;
-        remove_copies(&setup_data)?;
+        remove_copies(&setup_data, "engine=")?;
         let runs = sweep
             .runs
             .iter()
@@ -575,6 +524,7 @@ pub fn render_text(setups: &[HolesSetup]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cli::SweepCommand;
 
     fn args() -> HolesArgs {
         HolesArgs {
@@ -643,7 +593,9 @@ mod tests {
     fn an_unknown_setup_is_named_with_the_valid_ones() {
         let mut a = args();
         a.setups = vec!["tpcc-tiny".into()];
-        let e = selected(&a).unwrap_err().to_string();
+        let e = pick(&a.setups, SETUPS, |s| s.name, "--setups")
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("tpcc-tiny") && e.contains("tpcc-big-pool"),
             "{e}"

@@ -20,6 +20,8 @@ pub mod codec;
 pub mod driver;
 pub mod error;
 #[cfg(feature = "evenkeel")]
+pub mod grid;
+#[cfg(feature = "evenkeel")]
 pub mod holes;
 pub mod insert;
 #[cfg(feature = "evenkeel")]

@@ -27,8 +27,9 @@ use std::path::{Path, PathBuf};
 use clap::{Args, Parser};
 use serde::Serialize;
 
-use crate::cli::{run_sweep, BenchCommand, SweepCommand};
+use crate::cli::{run_sweep, BenchCommand};
 use crate::error::{BenchError, BenchResult};
+use crate::grid::{pick, remove_copies, BenchLine, SweepLine};
 use crate::report::{now_unix_s, utc_stamp};
 use crate::run::insert::run_insert;
 use crate::run::tpcc::prepare_tpcc;
@@ -311,37 +312,6 @@ pub struct MatrixOutput {
     pub cells: Vec<MatrixCell>,
 }
 
-/// Parses a sweep command line (without the program name); a later `-w` (the quick grid's)
-/// overrides the cell's.
-#[derive(Parser)]
-#[command(no_binary_name = true, args_override_self = true)]
-struct SweepLine {
-    #[command(subcommand)]
-    cmd: SweepCommand,
-}
-
-fn selected(a: &MatrixArgs) -> BenchResult<Vec<Cell>> {
-    if a.cells.is_empty() {
-        return Ok(CELLS.to_vec());
-    }
-    a.cells
-        .iter()
-        .map(|name| {
-            CELLS
-                .iter()
-                .find(|c| c.name == name)
-                .copied()
-                .ok_or_else(|| {
-                    let names: Vec<&str> = CELLS.iter().map(|c| c.name).collect();
-                    BenchError::Usage(format!(
-                        "--cells: no cell {name:?}; the grid has {}",
-                        names.join(", ")
-                    ))
-                })
-        })
-        .collect()
-}
-
 fn check_policies(policies: &[String]) -> BenchResult<()> {
     if policies.is_empty() {
         return Err(BenchError::Usage("--policies: give at least one".into()));
@@ -412,14 +382,6 @@ pub fn cell_command(cell: &Cell, a: &MatrixArgs, data: &str, out: &str) -> Strin
     line
 }
 
-/// Parses a bench command line (without the program name), as [`SweepLine`].
-#[derive(Parser)]
-#[command(no_binary_name = true, args_override_self = true)]
-struct BenchLine {
-    #[command(subcommand)]
-    cmd: BenchCommand,
-}
-
 /// Loads `cell`'s data into `<data>/template` unless it is there: TPC-C's warehouses, or the
 /// insert benchmark's l.i0 and l.x, with a pool of [`LOAD_POOL`].
 fn load_template(cell: &Cell, a: &MatrixArgs, data: &Path, out: &Path) -> BenchResult<()> {
@@ -448,27 +410,10 @@ fn load_template(cell: &Cell, a: &MatrixArgs, data: &Path, out: &Path) -> BenchR
     }
 }
 
-/// Removes the runs' copies of a cell's data (`<data>/adaptive_flushing=...`), keeping the
-/// template: a grid's copies would not fit on a small disk.
-fn remove_copies(data: &Path) -> BenchResult<()> {
-    let entries = std::fs::read_dir(data)
-        .map_err(|e| BenchError::io(format!("list {}", data.display()), e))?;
-    for e in entries.flatten() {
-        if e.file_name()
-            .to_string_lossy()
-            .starts_with("adaptive_flushing=")
-        {
-            std::fs::remove_dir_all(e.path())
-                .map_err(|err| BenchError::io(format!("remove {}", e.path().display()), err))?;
-        }
-    }
-    Ok(())
-}
-
 /// Runs the grid: one sweep per cell, the policies back to back in each.
 pub fn run_matrix(a: &MatrixArgs) -> BenchResult<MatrixOutput> {
     check_policies(&a.policies)?;
-    let cells = selected(a)?;
+    let cells = pick(&a.cells, CELLS, |c| c.name, "--cells")?;
     let data = crate::run::DataDir::new(a.dir.as_deref())?;
     let out_dir = a.out.clone().unwrap_or_else(|| {
         PathBuf::from("evenkeel-results").join(format!("matrix-{}", utc_stamp(now_unix_s())))
@@ -514,7 +459,7 @@ pub fn run_matrix(a: &MatrixArgs) -> BenchResult<MatrixOutput> {
                 eprintln!("matrix: {}: round {round} of {}", cell.name, a.rounds);
             }
             let sweep = run_sweep(cmd)?;
-            remove_copies(&cell_data)?;
+            remove_copies(&cell_data, "adaptive_flushing=")?;
             runs.extend(sweep.runs.iter().zip(&a.policies).map(|(r, policy)| {
                 let s = &r.summary;
                 MatrixRun {
@@ -698,6 +643,7 @@ pub fn render_text(policies: &[String], cells: &[MatrixCell]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cli::SweepCommand;
 
     fn args() -> MatrixArgs {
         MatrixArgs {
@@ -876,7 +822,9 @@ mod tests {
     fn bad_cells_and_policies_are_refused_with_the_valid_ones() {
         let mut a = args();
         a.cells = vec!["nope".into()];
-        let e = selected(&a).expect_err("bad cell").to_string();
+        let e = pick(&a.cells, CELLS, |c| c.name, "--cells")
+            .expect_err("bad cell")
+            .to_string();
         assert!(e.contains("tpcc-log-1/16"), "{e}");
         let e = check_policies(&["fast".into()])
             .expect_err("bad policy")
