@@ -163,6 +163,8 @@ struct Rates {
 
 impl CleanerState {
     fn new(dur: &Durability) -> CleanerState {
+        // the write clock counts from the pool's start (recovery's writes, a load's)
+        let (busy_s, busy_pages) = dur.pool.write_clock.read(Instant::now());
         CleanerState {
             started: Instant::now(),
             policy_kind: None,
@@ -172,9 +174,8 @@ impl CleanerState {
                 flushed: VecDeque::new(),
                 device_pages_per_s: 0.0,
                 window_at: Instant::now(),
-                // the clock counts from the pool's start (recovery's writes, a load's)
-                busy_pages: dur.pool.write_clock.read(Instant::now()).1,
-                busy_s: dur.pool.write_clock.read(Instant::now()).0,
+                busy_pages,
+                busy_s,
                 dirtied_per_redo_byte: 0.0,
             },
             marks: current_marks(dur),
