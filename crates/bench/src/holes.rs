@@ -30,10 +30,10 @@ use serde::Serialize;
 
 use crate::cli::{run_sweep, BenchCommand};
 use crate::error::{BenchError, BenchResult};
-use crate::grid::{pick, remove_copies, BenchLine, SweepLine};
-use crate::report::{now_unix_s, utc_stamp};
-use crate::run::insert::run_insert;
-use crate::run::tpcc::prepare_tpcc;
+use crate::grid::{
+    load_line, p1_over_mean, pick, remove_copies, results_dir, run_load, span_args, workload_line,
+    write_results, BenchLine, SweepLine,
+};
 
 /// One setup.
 #[derive(Debug, Clone, Copy)]
@@ -47,10 +47,6 @@ pub struct Setup {
     /// The runs' own arguments (connections or clients, the buffer pool).
     pub run_args: &'static str,
 }
-
-/// The buffer pool the data is loaded with (the runs' pools are their own): a small pool
-/// makes the load take many minutes, and each run starts from a clean copy whatever loaded it.
-pub const LOAD_POOL: &str = "1G";
 
 /// Every setup runs with O_DIRECT, on every engine: the pool's misses are read from the
 /// device, as InnoDB reads them by default on Linux, not from the OS page cache.
@@ -204,36 +200,14 @@ pub struct HolesOutput {
 
 /// The workload and its data's arguments, with the quick data and quiet output when asked.
 fn data_args(s: &Setup, a: &HolesArgs) -> String {
-    let mut line = format!(
-        "{} {}",
-        s.workload,
-        s.data_args.split_whitespace().collect::<Vec<_>>().join(" ")
-    );
-    if a.quick {
-        line.push_str(if s.workload == "tpcc" {
-            " -w 1 --items 2000 --customers 300"
-        } else {
-            " --rows 5000"
-        });
-    }
-    if a.quiet || a.quick {
-        line.push_str(" --quiet");
-    }
+    let mut line = workload_line(s.workload, s.data_args, a.quick, a.quiet);
     let _ = write!(line, " --set flush_method={FLUSH_METHOD}");
     line
 }
 
 /// The bench command line that loads `s`'s data for `engine` into `template`.
 pub fn load_command(s: &Setup, a: &HolesArgs, engine: &str, template: &str, out: &str) -> String {
-    let mut line = data_args(s, a);
-    let _ = write!(
-        line,
-        " --engine {engine} --set buffer_pool_size={LOAD_POOL} --dir {template} --out {out}"
-    );
-    if s.workload == "insert" {
-        line.push_str(" --steps l.i0,l.x --max-step-seconds 3600");
-    }
-    line
+    load_line(&data_args(s, a), s.workload, engine, template, out)
 }
 
 /// The sweep command line of `s` (what a user would type to rerun it once its templates are
@@ -245,15 +219,7 @@ pub fn setup_command(s: &Setup, a: &HolesArgs, data: &str, out: &str) -> String 
         " {}",
         s.run_args.split_whitespace().collect::<Vec<_>>().join(" ")
     );
-    if s.workload == "tpcc" {
-        let _ = write!(line, " --duration {} --warmup {}", a.seconds, a.warmup);
-    } else {
-        let _ = write!(
-            line,
-            " --steps l.i1 --rows-i1 100000000 --max-step-seconds {} --warmup {}",
-            a.seconds, a.warmup
-        );
-    }
+    line.push_str(&span_args(s.workload, a.seconds, a.warmup));
     let _ = write!(
         line,
         " --dir {data} --out {out} --vary engine={}",
@@ -288,22 +254,11 @@ fn load_templates(s: &Setup, a: &HolesArgs, data: &Path, out: &Path) -> BenchRes
         if !a.quiet {
             eprintln!("holes: {}: {engine}: evenkeel bench {line}", s.name);
         }
-        let parsed = BenchLine::try_parse_from(line.split_whitespace())
-            .map_err(|e| BenchError::Usage(format!("holes setup {} load: {e}", s.name)))?;
-        match parsed.cmd {
-            BenchCommand::Tpcc(t) => prepare_tpcc(&t.options()?).map(|_| ())?,
-            BenchCommand::Insert(i) => {
-                let _ = std::fs::remove_file(&marker);
-                run_insert(&i.options()?)?;
-                std::fs::write(&marker, b"l.i0,l.x loaded\n")
-                    .map_err(|e| BenchError::io(format!("write {}", marker.display()), e))?;
-            }
-            BenchCommand::Kv(_) => {
-                return Err(BenchError::Usage(format!(
-                    "holes setup {}: kv is not a holes workload",
-                    s.name
-                )))
-            }
+        let _ = std::fs::remove_file(&marker);
+        run_load(&line, &format!("holes setup {}", s.name))?;
+        if s.workload == "insert" {
+            std::fs::write(&marker, b"l.i0,l.x loaded\n")
+                .map_err(|e| BenchError::io(format!("write {}", marker.display()), e))?;
         }
     }
     Ok(())
@@ -316,11 +271,7 @@ pub fn run_holes(a: &HolesArgs) -> BenchResult<HolesOutput> {
     }
     let setups = pick(&a.setups, SETUPS, |s| s.name, "--setups")?;
     let data = crate::run::DataDir::new(a.dir.as_deref())?;
-    let out_dir = a.out.clone().unwrap_or_else(|| {
-        PathBuf::from("evenkeel-results").join(format!("holes-{}", utc_stamp(now_unix_s())))
-    });
-    std::fs::create_dir_all(&out_dir)
-        .map_err(|e| BenchError::io(format!("create {}", out_dir.display()), e))?;
+    let out_dir = results_dir(a.out.as_deref(), "holes")?;
     // Every command is parsed, and every engine's options checked, before anything loads.
     let mut planned = Vec::new();
     for s in &setups {
@@ -367,11 +318,7 @@ pub fn run_holes(a: &HolesArgs) -> BenchResult<HolesOutput> {
                 HolesRun {
                     engine: engine.clone(),
                     mean: m.throughput_mean,
-                    p1_over_mean: if m.throughput_mean > 0.0 {
-                        m.throughput_p1 / m.throughput_mean
-                    } else {
-                        0.0
-                    },
+                    p1_over_mean: p1_over_mean(m),
                     detrended_p1_over_mean: m.detrended_p1_over_mean,
                     cv: m.throughput_cv,
                     seconds_below_half_mean: m.seconds_below_half_mean,
@@ -406,17 +353,8 @@ pub fn run_holes(a: &HolesArgs) -> BenchResult<HolesOutput> {
 }
 
 fn write_outputs(out: &Path, engines: &[String], setups: &[HolesSetup]) -> BenchResult<()> {
-    let json = serde_json::to_string_pretty(&serde_json::json!({
-        "engines": engines,
-        "setups": setups,
-    }))
-    .map_err(|e| BenchError::Data(format!("encoding holes.json: {e}")))?;
-    let write = |name: &str, text: &str| {
-        let p = out.join(name);
-        std::fs::write(&p, text).map_err(|e| BenchError::io(format!("write {}", p.display()), e))
-    };
-    write("holes.json", &json)?;
-    write("holes.txt", &render_text(setups))
+    let json = serde_json::json!({ "engines": engines, "setups": setups });
+    write_results(out, "holes", &json, &render_text(setups))
 }
 
 fn opt<T>(v: Option<T>, f: impl Fn(T) -> String) -> String {

@@ -27,12 +27,12 @@ use std::path::{Path, PathBuf};
 use clap::{Args, Parser};
 use serde::Serialize;
 
-use crate::cli::{run_sweep, BenchCommand};
+use crate::cli::run_sweep;
 use crate::error::{BenchError, BenchResult};
-use crate::grid::{pick, remove_copies, BenchLine, SweepLine};
-use crate::report::{now_unix_s, utc_stamp};
-use crate::run::insert::run_insert;
-use crate::run::tpcc::prepare_tpcc;
+use crate::grid::{
+    load_line, p1_over_mean, pick, remove_copies, results_dir, run_load, span_args, workload_line,
+    write_results, SweepLine,
+};
 
 /// One setup of the grid.
 #[derive(Debug, Clone, Copy)]
@@ -44,14 +44,9 @@ pub struct Cell {
     /// The sweep's arguments, without the buffer pool, the policy, the durations and the
     /// directories.
     pub args: &'static str,
-    /// The buffer pool of the runs (the data is loaded with a pool of at least [`LOAD_POOL`]).
+    /// The buffer pool of the runs (the data is loaded with [`crate::grid::LOAD_POOL`]).
     pub pool: &'static str,
 }
-
-/// The buffer pool the cells' data is loaded with: a small pool and a small log make the load
-/// (the insert benchmark's index build above all) take many minutes, and the runs start from
-/// a copy of the loaded data, closed cleanly, whatever pool loaded it.
-pub const LOAD_POOL: &str = "1G";
 
 /// The grid. Pools and logs are small so that each cell is IO-bound on a 2-core machine
 /// with a few GB of disk, and the whole grid runs in under an hour at the default durations.
@@ -329,35 +324,18 @@ fn check_policies(policies: &[String]) -> BenchResult<()> {
 
 /// Workload arguments shared by a cell's load and its runs.
 fn workload_args(cell: &Cell, a: &MatrixArgs) -> String {
-    let mut line = format!(
-        "{} {}",
-        cell.workload,
-        cell.args.split_whitespace().collect::<Vec<_>>().join(" ")
-    );
-    if a.quick {
-        line.push_str(if cell.workload == "tpcc" {
-            " -w 1 --items 2000 --customers 300"
-        } else {
-            " --rows 5000"
-        });
-    }
-    if a.quiet || a.quick {
-        line.push_str(" --quiet");
-    }
-    line
+    workload_line(cell.workload, cell.args, a.quick, a.quiet)
 }
 
 /// The command line that loads `cell`'s data into `template` (a `bench` command).
 pub fn load_command(cell: &Cell, a: &MatrixArgs, template: &str, out: &str) -> String {
-    let mut line = workload_args(cell, a);
-    let _ = write!(
-        line,
-        " --engine evenkeel --set buffer_pool_size={LOAD_POOL} --dir {template} --out {out}"
-    );
-    if cell.workload == "insert" {
-        line.push_str(" --steps l.i0,l.x --max-step-seconds 3600");
-    }
-    line
+    load_line(
+        &workload_args(cell, a),
+        cell.workload,
+        "evenkeel",
+        template,
+        out,
+    )
 }
 
 /// The sweep command line of `cell` (what a user would type to rerun it once its template
@@ -365,15 +343,7 @@ pub fn load_command(cell: &Cell, a: &MatrixArgs, template: &str, out: &str) -> S
 pub fn cell_command(cell: &Cell, a: &MatrixArgs, data: &str, out: &str) -> String {
     let mut line = workload_args(cell, a);
     let _ = write!(line, " --set buffer_pool_size={}", cell.pool);
-    if cell.workload == "tpcc" {
-        let _ = write!(line, " --duration {} --warmup {}", a.seconds, a.warmup);
-    } else {
-        let _ = write!(
-            line,
-            " --steps l.i1 --rows-i1 100000000 --max-step-seconds {} --warmup {}",
-            a.seconds, a.warmup
-        );
-    }
+    line.push_str(&span_args(cell.workload, a.seconds, a.warmup));
     let _ = write!(
         line,
         " --engine evenkeel --dir {data} --out {out} --vary adaptive_flushing={}",
@@ -383,7 +353,7 @@ pub fn cell_command(cell: &Cell, a: &MatrixArgs, data: &str, out: &str) -> Strin
 }
 
 /// Loads `cell`'s data into `<data>/template` unless it is there: TPC-C's warehouses, or the
-/// insert benchmark's l.i0 and l.x, with a pool of [`LOAD_POOL`].
+/// insert benchmark's l.i0 and l.x, with a pool of [`crate::grid::LOAD_POOL`].
 fn load_template(cell: &Cell, a: &MatrixArgs, data: &Path, out: &Path) -> BenchResult<()> {
     let template = data.join("template");
     if template.join(evenkeel::DATA_FILE).exists() {
@@ -398,16 +368,7 @@ fn load_template(cell: &Cell, a: &MatrixArgs, data: &Path, out: &Path) -> BenchR
     if !a.quiet {
         eprintln!("matrix: {}: loading: evenkeel bench {line}", cell.name);
     }
-    let parsed = BenchLine::try_parse_from(line.split_whitespace())
-        .map_err(|e| BenchError::Usage(format!("matrix cell {} load: {e}", cell.name)))?;
-    match parsed.cmd {
-        BenchCommand::Tpcc(t) => prepare_tpcc(&t.options()?).map(|_| ()),
-        BenchCommand::Insert(i) => run_insert(&i.options()?).map(|_| ()),
-        BenchCommand::Kv(_) => Err(BenchError::Usage(format!(
-            "matrix cell {}: kv is not a matrix workload",
-            cell.name
-        ))),
-    }
+    run_load(&line, &format!("matrix cell {}", cell.name))
 }
 
 /// Runs the grid: one sweep per cell, the policies back to back in each.
@@ -415,11 +376,7 @@ pub fn run_matrix(a: &MatrixArgs) -> BenchResult<MatrixOutput> {
     check_policies(&a.policies)?;
     let cells = pick(&a.cells, CELLS, |c| c.name, "--cells")?;
     let data = crate::run::DataDir::new(a.dir.as_deref())?;
-    let out_dir = a.out.clone().unwrap_or_else(|| {
-        PathBuf::from("evenkeel-results").join(format!("matrix-{}", utc_stamp(now_unix_s())))
-    });
-    std::fs::create_dir_all(&out_dir)
-        .map_err(|e| BenchError::io(format!("create {}", out_dir.display()), e))?;
+    let out_dir = results_dir(a.out.as_deref(), "matrix")?;
     let mut done = Vec::new();
     for cell in &cells {
         let slug = cell.name.replace('/', "_");
@@ -466,11 +423,7 @@ pub fn run_matrix(a: &MatrixArgs) -> BenchResult<MatrixOutput> {
                     policy: policy.clone(),
                     round,
                     mean: s.throughput_mean,
-                    p1_over_mean: if s.throughput_mean > 0.0 {
-                        s.throughput_p1 / s.throughput_mean
-                    } else {
-                        0.0
-                    },
+                    p1_over_mean: p1_over_mean(s),
                     detrended_p1_over_mean: s.detrended_p1_over_mean,
                     detrended_seconds_below_half: s.detrended_seconds_below_half,
                     device_stall_seconds: s.device_stall_seconds,
@@ -496,22 +449,9 @@ pub fn run_matrix(a: &MatrixArgs) -> BenchResult<MatrixOutput> {
     })
 }
 
-fn write_outputs(
-    out: &std::path::Path,
-    policies: &[String],
-    cells: &[MatrixCell],
-) -> BenchResult<()> {
-    let json = serde_json::to_string_pretty(&serde_json::json!({
-        "policies": policies,
-        "cells": cells,
-    }))
-    .map_err(|e| BenchError::Data(format!("encoding matrix.json: {e}")))?;
-    let write = |name: &str, text: &str| {
-        let p = out.join(name);
-        std::fs::write(&p, text).map_err(|e| BenchError::io(format!("write {}", p.display()), e))
-    };
-    write("matrix.json", &json)?;
-    write("matrix.txt", &render_text(policies, cells))
+fn write_outputs(out: &Path, policies: &[String], cells: &[MatrixCell]) -> BenchResult<()> {
+    let json = serde_json::json!({ "policies": policies, "cells": cells });
+    write_results(out, "matrix", &json, &render_text(policies, cells))
 }
 
 /// The tables: detrended p1/mean per cell and policy with the verdict (three decimals, as the
@@ -644,6 +584,7 @@ pub fn render_text(policies: &[String], cells: &[MatrixCell]) -> String {
 mod tests {
     use super::*;
     use crate::cli::SweepCommand;
+    use crate::grid::BenchLine;
 
     fn args() -> MatrixArgs {
         MatrixArgs {
