@@ -354,6 +354,22 @@ pub fn run_sweep(cmd: &SweepCommand) -> BenchResult<SweepOutput> {
             })?;
             let load = |dir: &Path, out: &Path, value: &str| -> BenchResult<()> {
                 if load_steps.is_empty() {
+                    // Without l.i0 the sweep loads nothing: the template must hold an earlier
+                    // load, or every run would insert into empty tables.
+                    let loaded = std::fs::read_dir(dir)
+                        .map(|mut d| d.next().is_some())
+                        .unwrap_or(false);
+                    if !loaded {
+                        return Err(BenchError::Usage(format!(
+                            "--steps {}: the sweep's template {} holds no loaded data; add \
+                             l.i0,l.x to --steps (the sweep loads the template once and keeps \
+                             it for later sweeps), or load it first with `evenkeel bench insert \
+                             --dir {} --steps l.i0,l.x` and the same --clients and --rows",
+                            steps_arg(&run_steps),
+                            dir.display(),
+                            dir.display(),
+                        )));
+                    }
                     return DataDir::new(Some(dir)).map(|_| ());
                 }
                 let mut a = args.clone();

@@ -94,6 +94,12 @@ impl ClientState {
         })
     }
 
+    /// True when the client's table holds no row: nothing was loaded into it, or every row
+    /// was deleted.
+    pub fn is_empty(&self) -> bool {
+        self.next_pk <= self.oldest_pk
+    }
+
     /// An insert step: `rows` rows in batches of the step's size, deleting as many of the
     /// oldest rows in the same transaction for l.i1 and l.i2. Stops early at `deadline` or
     /// `stop`. Returns the rows inserted.

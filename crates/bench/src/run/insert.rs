@@ -283,6 +283,25 @@ pub fn run_insert(o: &InsertOptions) -> BenchResult<RunOutput> {
     let mut states: Vec<ClientState> = (0..o.clients)
         .map(|c| ClientState::open(d, c))
         .collect::<Result<_, _>>()?;
+    if o.steps.first() != Some(&Step::LoadI0) {
+        if let Some(empty) = states.iter().find(|s| s.is_empty()) {
+            let client = empty.client;
+            d.close()?;
+            return Err(BenchError::Usage(format!(
+                "--steps {}: every step after l.i0 runs on the rows l.i0 loads, and client \
+                 {client}'s table in {} holds none; start --steps with l.i0 (l.i0,l.x,l.i1 \
+                 loads and indexes {} rows per client first), or give --dir a directory an \
+                 earlier run loaded with the same --clients",
+                o.steps
+                    .iter()
+                    .map(|s| s.name())
+                    .collect::<Vec<_>>()
+                    .join(","),
+                dd.path.display(),
+                o.rows_i0,
+            )));
+        }
+    }
     // Recorders: one per client, then one per background writer of the query step.
     let clients = Clients::new(KINDS.to_vec(), KIND_INSERT, o.clients * 2, "l.i0");
     let data_dir = is_persistent(&o.common.engine.engine).then(|| dd.path.clone());

@@ -126,6 +126,27 @@ fn insert_args(extra: &[&str], out: &str) -> evenkeel_bench::BenchCommand {
         .cmd
 }
 
+/// l.i1 without l.i0 on tables that hold no row would insert and delete around an empty
+/// table, a benchmark of nothing: the run is refused with the step list and what to do.
+#[test]
+fn l_i1_on_unloaded_tables_is_refused() {
+    let out = tempfile::tempdir().expect("tempdir");
+    let o = out.path().to_string_lossy().to_string();
+    for steps in ["l.i1", "l.x,l.i1", "qr"] {
+        let cmd = insert_args(&["--steps", steps, "--rows-i1", "100"], &o);
+        let e = evenkeel_bench::run_bench(&cmd)
+            .map(|_| ())
+            .expect_err(steps)
+            .to_string();
+        assert!(e.contains(&format!("--steps {steps}")), "{e}");
+        assert!(
+            e.contains("client 0's table") && e.contains("holds none"),
+            "{e}"
+        );
+        assert!(e.contains("start --steps with l.i0"), "{e}");
+    }
+}
+
 /// `--warmup 2` on a 3-second l.i1: its first two seconds are sampled under the step's phase
 /// but excluded, and the step's figures and the summary count only what came after.
 #[test]
@@ -296,4 +317,58 @@ fn insert_sweep_passes_the_warmup_to_each_run() {
         .expect("l.i1");
     assert!((0.9..1.5).contains(&step.warmup_s), "{step:?}");
     assert!(step.rows > 0 && step.seconds > 0.5, "{step:?}");
+}
+
+/// A sweep with l.i1 but not l.i0 loads nothing: on a `--dir` whose template was never loaded
+/// it is refused before any run, naming the template and how to load it.
+#[test]
+fn insert_sweep_without_a_loaded_template_is_refused() {
+    use clap::Parser;
+    #[derive(Parser)]
+    struct S {
+        #[command(subcommand)]
+        cmd: evenkeel_bench::SweepCommand,
+    }
+    let out = tempfile::tempdir().expect("tempdir");
+    let data = tempfile::tempdir().expect("tempdir");
+    let o = out.path().to_string_lossy().to_string();
+    let d = data.path().to_string_lossy().to_string();
+    let s = S::try_parse_from([
+        "s",
+        "insert",
+        "--engine",
+        "evenkeel",
+        "--dir",
+        &d,
+        "-c",
+        "1",
+        "--rows",
+        "1000",
+        "--steps",
+        "l.i1",
+        "--vary",
+        "adaptive_flushing=steady,innodb80",
+        "--quiet",
+        "--json",
+        "--out",
+        &o,
+    ])
+    .expect("parses");
+    let e = evenkeel_bench::run_sweep(&s.cmd)
+        .map(|_| ())
+        .expect_err("an unloaded template")
+        .to_string();
+    let template = data.path().join("template");
+    assert!(
+        e.contains(&format!(
+            "template {} holds no loaded data",
+            template.display()
+        )),
+        "{e}"
+    );
+    assert!(e.contains("add l.i0,l.x to --steps"), "{e}");
+    assert!(
+        !data.path().join("adaptive_flushing=steady").exists(),
+        "a run started"
+    );
 }
