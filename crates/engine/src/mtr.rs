@@ -269,6 +269,23 @@ impl<'a> Mtr<'a> {
         Ok(s)
     }
 
+    /// Held page `s` is about to be formatted whole (`page::init` zeroes every byte): its
+    /// record at commit is logged from zeros, as a created page's is, and redo starts it from
+    /// zeros. Whatever the page held before, and any change this mtr made to it so far, is
+    /// neither copied nor logged: a freed page logs its header, not the diff of every byte it
+    /// held (most of a page's size).
+    pub fn reformat(&mut self, s: Slot) {
+        match std::mem::replace(&mut self.before[s], Before::Fresh) {
+            Before::Image(img) | Before::Compacted(img) => recycle(img),
+            Before::Noted(noted) => {
+                recycle_ranges(noted.noting.ranges);
+                #[cfg(debug_assertions)]
+                recycle(noted.image);
+            }
+            Before::Untouched | Before::Fresh => {}
+        }
+    }
+
     pub fn adopt(&mut self, g: PageWrite<'a>) -> Slot {
         self.pages.push(Some(g));
         self.before.push(Before::Untouched);

@@ -198,6 +198,8 @@ pub fn allocate(mtr: &mut Mtr<'_>, hdr_slot: Slot, ty: PageType, owner: u32) -> 
         s
     };
     let pid = mtr.pid(slot);
+    // formatted whole below: logged from zeros, without a copy of the free page
+    mtr.reformat(slot);
     page::init(mtr.pg(slot), pid, ty, owner);
     Ok(slot)
 }
@@ -206,6 +208,9 @@ pub fn allocate(mtr: &mut Mtr<'_>, hdr_slot: Slot, ty: PageType, owner: u32) -> 
 pub fn free(mtr: &mut Mtr<'_>, hdr_slot: Slot, slot: Slot) {
     let h = Header::decode(mtr.peek(hdr_slot));
     let pid = mtr.pid(slot);
+    // formatted whole: the record is the free page's header, not a diff of every byte the
+    // page held
+    mtr.reformat(slot);
     let b = mtr.pg(slot);
     page::init(b, pid, PageType::Free, 0);
     hdr::set_next(b, h.free_head);

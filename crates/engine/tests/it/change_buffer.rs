@@ -225,10 +225,19 @@ fn a_clean_close_merges_into_a_log_at_its_sync_point() {
     let mut o = small_opts();
     o.set("log_file_size", "256K").unwrap();
     o.set("log_files_in_group", "2").unwrap();
+    // a pool of 128 pages, whose change buffer (half of it) holds more than the log has left
+    // at 85% to merge at close
+    o.set("buffer_pool_size", "512K").unwrap();
     // a page cleaner that leaves the log near its sync point
     o.set("adaptive_flushing", "fixed").unwrap();
     o.set("io_capacity", "100").unwrap();
-    let (sim, db, idx, n, mut model) = filled(o.clone());
+    // three times the keys of `filled`, so the index table does not fit the larger pool and
+    // has the leaves to take that many buffered changes (a leaf takes buffered inserts only up
+    // to its free space)
+    let (sim, db) = sim_db(o.clone());
+    let idx = db.create_index_table("idx").unwrap();
+    let n = 9000;
+    let mut model = fill(&db, &idx, n);
     for salt in 1..=6 {
         churn(&db);
         // in commits a 2 x 256 KiB log takes

@@ -68,7 +68,8 @@ fn pool_of_64_pages_over_100k_rows() {
 /// With a log many times smaller than the redo of freeing the table, page 0 becomes the oldest
 /// dirty page again and again: each mtr must find log room before it latches anything, or it
 /// waits for room holding the very page the checkpoint needs, until the engine gives up after
-/// 30 s ("the redo log stayed full"). Here the freed pages log about 16 times the log.
+/// 30 s ("the redo log stayed full"). A freed page logs its new header (about 75 bytes), so
+/// the table here has about 14,000 pages: their freeing logs over twice the log.
 #[test]
 fn dropping_a_table_many_times_the_size_of_the_log() {
     let mut o = opts(4096, 64 * 4096);
@@ -77,11 +78,11 @@ fn dropping_a_table_many_times_the_size_of_the_log() {
     let (sim, db) = sim_db(o.clone());
     let keep = db.create_table("keep").unwrap();
     let big = db.create_table("big").unwrap();
-    let n = 60_000u64;
-    for chunk in 0..600u64 {
+    let n = 64_000u64;
+    for chunk in 0..2560u64 {
         let mut txn = db.begin();
-        for i in chunk * 100..(chunk + 1) * 100 {
-            txn.put(&big, &key16(i), &val(i, 120)).unwrap();
+        for i in chunk * 25..(chunk + 1) * 25 {
+            txn.put(&big, &key16(i), &val(i, 800)).unwrap();
             if i % 100 == 0 {
                 txn.put(&keep, &key16(i), &val(i, 40)).unwrap();
             }
@@ -93,8 +94,8 @@ fn dropping_a_table_many_times_the_size_of_the_log() {
     let after = db.status();
     let redo = after.lsn - before.lsn;
     assert!(
-        redo > 8 * after.log_capacity_bytes,
-        "the drop logged {redo} bytes, not many times the log's {}",
+        redo > 2 * after.log_capacity_bytes,
+        "the drop logged {redo} bytes, not over twice the log's {}",
         after.log_capacity_bytes
     );
     assert!(db.table("big").is_err());
