@@ -79,8 +79,8 @@ pub struct RecoveryReport {
     /// self-verifying page images and were still used).
     pub doublewrite_header_repaired: bool,
     /// Damaged images found at open, repaired or ignored: data pages that failed verification
-    /// and were restored from the doublewrite area, corrupt doublewrite slots, invalid
-    /// checkpoint slots. (Damage that makes open refuse is an error instead.)
+    /// and were restored from the doublewrite area or rebuilt whole by redo (a page the redo
+    /// formats from zeros), corrupt doublewrite slots, invalid checkpoint slots. (Damage that makes open refuse is an error instead.)
     pub corruptions_detected: u64,
     pub transactions_reapplied: u64,
     /// Wall time of the whole open, recovery included.
@@ -244,8 +244,15 @@ impl Batch {
         let page = first.page;
         let mut w = match pool.write(page) {
             Ok(w) => w,
-            // a page that never reached the file: its content before was zeros
-            Err(_) if first.fresh => pool.create(page)?,
+            // A page whose first record formats it whole (created, allocated or freed) is
+            // rebuilt from zeros: one that never reached the file, or one whose image on disk
+            // failed its checks, which redo repairs (counted: the damage was there).
+            Err(e) if first.fresh => {
+                if matches!(e, Error::CorruptPage { .. }) {
+                    report.corruptions_detected += 1;
+                }
+                pool.create(page)?
+            }
             Err(e) => return Err(e),
         };
         if hdr::lsn(&w) > rec.end_lsn {
