@@ -336,9 +336,11 @@ fn run_change_buffer_merge(ib: &ChangeBuffer, dur: &Durability) {
 /// Leaves the background merge takes log space for at once.
 const MERGE_ADMIT_LEAVES: usize = 8;
 
-/// Merges the buffered changes of up to `leaves` leaves, [`MERGE_ADMIT_LEAVES`] at a time,
-/// each group holding a log reservation ([`Durability::admit_background`]) of two pages of
-/// redo per leaf: the leaf's changes (its buffered inserts fit its free space, so at most a
+/// Merges the buffered changes of up to `leaves` leaves, those with the most changes first
+/// ([`ChangeBuffer::fullest`]; the change buffer's order, which also discards the entries of a
+/// table that is gone, when no registered table's leaf has any), [`MERGE_ADMIT_LEAVES`] at a
+/// time, each group holding a log reservation ([`Durability::admit_background`]) of two pages
+/// of redo per leaf: the leaf's changes (its buffered inserts fit its free space, so at most a
 /// page) and the change buffer's own leaf. Merges are writes: unreserved, a merge rate that
 /// rises as the buffer fills took log space no admission had counted, and the checkpoint age
 /// reached the log's end.
@@ -350,6 +352,19 @@ fn merge_admitted(ib: &ChangeBuffer, dur: &Durability, leaves: usize) -> Result<
         ahi: None,
     };
     let per_leaf = 2 * dur.pool.page_size() as u64;
+    let fullest = ib.fullest(leaves);
+    if !fullest.is_empty() {
+        for group in fullest.chunks(MERGE_ADMIT_LEAVES) {
+            if ib.stop.load(Ordering::Acquire) {
+                break;
+            }
+            let Some(_room) = dur.admit_background(group.len() as u64 * per_leaf, &ib.stop)? else {
+                break;
+            };
+            ib.merge_listed(&cx, group)?;
+        }
+        return Ok(());
+    }
     let mut left = leaves;
     while left > 0 && !ib.stop.load(Ordering::Acquire) {
         let n = left.min(MERGE_ADMIT_LEAVES);

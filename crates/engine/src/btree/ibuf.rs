@@ -1,7 +1,8 @@
 //! ibuf: the change buffer (InnoDB's insert buffer). A put or delete to an index table whose
 //! target leaf is not in the buffer pool is recorded in a B+tree of its own instead of reading
 //! the leaf; the changes are merged into the leaf when something reads it, and in the
-//! background at a rate tied to `io_capacity` (shared.rs runs that thread).
+//! background at a rate tied to `io_capacity` (shared.rs runs that thread), the leaves with
+//! the most changes first ([`ChangeBuffer::fullest`]).
 //!
 //! **A cold cached leaf is dropped, not dirtied.** Unlike InnoDB, a change whose leaf is
 //! cached but clean and cold (in the LRU's old sublist of a pool that is evicting:
@@ -605,6 +606,50 @@ impl ChangeBuffer {
                     }
                 }
                 None => self.discard(cx, table, Some(pid))?,
+            }
+        }
+        Ok(merged)
+    }
+
+    /// The `n` leaves of registered tables with the most buffered changes, most first (one
+    /// pass over the per-page map): what the background merge takes, since a leaf costs one
+    /// read and one write however many changes it takes, so the fullest free the most room
+    /// per page written. Leaves merged by a read before their turn are skipped then
+    /// ([`Self::merge_listed`]).
+    pub fn fullest(&self, n: usize) -> Vec<(u32, PageId)> {
+        let mut top: Vec<(u32, u32, u32)> = Vec::with_capacity(n + 1);
+        if n == 0 {
+            return Vec::new();
+        }
+        let trees = self.trees.read();
+        for shard in self.pages.iter() {
+            let m = shard.lock();
+            for (&(table, pid), i) in m.iter() {
+                if i.entries == 0 || top.len() == n && top[n - 1].0 >= i.entries {
+                    continue;
+                }
+                if !trees.contains_key(&table) {
+                    continue; // a table gone: merge_some's scan discards its entries
+                }
+                let at = top.partition_point(|t| t.0 >= i.entries);
+                top.insert(at, (i.entries, table, pid));
+                top.truncate(n);
+            }
+        }
+        top.into_iter().map(|(_, t, p)| (t, PageId(p))).collect()
+    }
+
+    /// Merges the buffered changes of `leaves` ([`Self::fullest`]'s), skipping those that
+    /// have none left or whose table is gone. Returns the leaves merged.
+    pub fn merge_listed(&self, cx: &Ctx<'_>, leaves: &[(u32, PageId)]) -> Result<usize> {
+        let mut merged = 0;
+        for &(table, pid) in leaves {
+            let tree = self.trees.read().get(&table).cloned();
+            if let Some(t) = tree {
+                if self.has_entries(table, pid) {
+                    t.merge_leaf(cx, pid, MergeBy::Background)?;
+                    merged += 1;
+                }
             }
         }
         Ok(merged)
@@ -1269,6 +1314,53 @@ mod tests {
         assert!(!inner.pool.is_resident(a));
         // the next read of the leaf merges it
         assert!(db.begin().get(&idx, &k(1)).unwrap().is_some());
+        assert!(counts_match_tree(&inner.ctx(), ib).unwrap());
+        assert_check_ok(&db);
+    }
+
+    #[test]
+    fn the_background_merge_takes_the_fullest_leaves_first() {
+        let db = db();
+        fill_and_churn(&db);
+        let idx = db.table("idx").unwrap();
+        let inner = &db.inner;
+        let ib = inner.ibuf.as_deref().unwrap();
+        ib.configure(
+            ChangeBuffering::All,
+            100,
+            4 * inner.pool.frame_count() as u64,
+        );
+        let leaf_of = |key: &[u8]| {
+            let _smo = idx.tree().smo_read();
+            idx.tree().leaf_pid_for(&inner.ctx(), key).unwrap().unwrap()
+        };
+        // deletes (always buffered: they need no room): 30 near the start, 1 far away
+        let keys: Vec<u64> = (0..30).map(|i| 2 * i).chain([5000]).collect();
+        let mut txn = db.begin();
+        for &i in &keys {
+            txn.delete(&idx, &k(i)).unwrap();
+        }
+        txn.commit().unwrap();
+        let mut per_leaf: HashMap<PageId, u32> = HashMap::new();
+        for &i in &keys {
+            *per_leaf.entry(leaf_of(&k(i))).or_default() += 1;
+        }
+        assert_eq!(ib.entries(), keys.len() as u64, "every delete was buffered");
+        let far = leaf_of(&k(5000));
+        assert_eq!(per_leaf[&far], 1);
+        let most = per_leaf.values().copied().max().unwrap();
+        let listed = ib.fullest(per_leaf.len());
+        assert_eq!(listed.len(), per_leaf.len());
+        let counts: Vec<u32> = listed.iter().map(|(_, p)| per_leaf[p]).collect();
+        assert_eq!(counts[0], most, "{counts:?}");
+        assert!(counts.windows(2).all(|w| w[0] >= w[1]), "{counts:?}");
+        assert_eq!(listed.last().unwrap().1, far);
+        // merging the first leaf listed leaves the others' changes buffered
+        assert_eq!(ib.merge_listed(&inner.ctx(), &listed[..1]).unwrap(), 1);
+        assert_eq!(ib.entries(), keys.len() as u64 - u64::from(most));
+        assert!(ib.has_entries(idx.id(), far));
+        // a leaf merged meanwhile (here: again) is skipped
+        assert_eq!(ib.merge_listed(&inner.ctx(), &listed[..1]).unwrap(), 0);
         assert!(counts_match_tree(&inner.ctx(), ib).unwrap());
         assert_check_ok(&db);
     }
