@@ -275,15 +275,7 @@ impl<'a> Mtr<'a> {
     /// neither copied nor logged: a freed page logs its header, not the diff of every byte it
     /// held (most of a page's size).
     pub fn reformat(&mut self, s: Slot) {
-        match std::mem::replace(&mut self.before[s], Before::Fresh) {
-            Before::Image(img) | Before::Compacted(img) => recycle(img),
-            Before::Noted(noted) => {
-                recycle_ranges(noted.noting.ranges);
-                #[cfg(debug_assertions)]
-                recycle(noted.image);
-            }
-            Before::Untouched | Before::Fresh => {}
-        }
+        recycle_before(std::mem::replace(&mut self.before[s], Before::Fresh));
     }
 
     pub fn adopt(&mut self, g: PageWrite<'a>) -> Slot {
@@ -520,17 +512,22 @@ impl<'a> Mtr<'a> {
             drop(g);
         }
         for b in self.before.drain(..) {
-            match b {
-                Before::Image(img) | Before::Compacted(img) => recycle(img),
-                Before::Noted(noted) => {
-                    recycle_ranges(noted.noting.ranges);
-                    #[cfg(debug_assertions)]
-                    recycle(noted.image);
-                }
-                Before::Untouched | Before::Fresh => {}
-            }
+            recycle_before(b);
         }
         result
+    }
+}
+
+/// Gives a page's before-image and noted ranges back to this thread's spares.
+fn recycle_before(b: Before) {
+    match b {
+        Before::Image(img) | Before::Compacted(img) => recycle(img),
+        Before::Noted(noted) => {
+            recycle_ranges(noted.noting.ranges);
+            #[cfg(debug_assertions)]
+            recycle(noted.image);
+        }
+        Before::Untouched | Before::Fresh => {}
     }
 }
 
