@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use clap::{Args, Subcommand};
 
 use crate::error::{BenchError, BenchResult};
-use crate::insert::step::Step;
+use crate::insert::step::{steps_arg, Step};
 use crate::run::defaults::TPCC_EVENKEEL_DEFAULTS;
 use crate::run::insert::{run_insert, InsertOptions};
 pub use crate::run::kv::args::KvArgs;
@@ -243,11 +243,6 @@ pub fn run_bench(cmd: &BenchCommand) -> BenchResult<RunOutput> {
         BenchCommand::Insert(a) => run_insert(&a.options()?),
         BenchCommand::Kv(a) => run_kv_bench(&a.options()?),
     }
-}
-
-/// Steps as `--steps` text.
-fn steps_arg(steps: &[Step]) -> String {
-    steps.iter().map(|s| s.name()).collect::<Vec<_>>().join(",")
 }
 
 /// In an engine sweep, every engine and its options (`spec_for(engine)`, the workbench's

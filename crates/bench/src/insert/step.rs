@@ -65,6 +65,11 @@ impl Step {
     }
 }
 
+/// Steps as `--steps` text (what [`parse_steps`] reads).
+pub fn steps_arg(steps: &[Step]) -> String {
+    steps.iter().map(|s| s.name()).collect::<Vec<_>>().join(",")
+}
+
 /// Parse a comma-separated step list, keeping the benchmark's order.
 pub fn parse_steps(s: &str) -> BenchResult<Vec<Step>> {
     let mut out = Vec::new();

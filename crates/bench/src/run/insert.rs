@@ -23,7 +23,7 @@ use crate::driver::Driver;
 use crate::error::{BenchError, BenchResult};
 use crate::insert::client::{query_loop, ClientState, KINDS, KIND_INDEX, KIND_INSERT, KIND_QUERY};
 use crate::insert::schema::ClientTables;
-use crate::insert::step::Step;
+use crate::insert::step::{steps_arg, Step};
 use crate::report::summary::{
     column_notes_text, flushing_line, machine_line, stability_line, StepSummary, Summary,
 };
@@ -292,11 +292,7 @@ pub fn run_insert(o: &InsertOptions) -> BenchResult<RunOutput> {
                  {client}'s table in {} holds none; start --steps with l.i0 (l.i0,l.x,l.i1 \
                  loads and indexes {} rows per client first), or give --dir a directory an \
                  earlier run loaded with the same --clients",
-                o.steps
-                    .iter()
-                    .map(|s| s.name())
-                    .collect::<Vec<_>>()
-                    .join(","),
+                steps_arg(&o.steps),
                 dd.path.display(),
                 o.rows_i0,
             )));
