@@ -42,13 +42,15 @@ const MAX_LISTED: usize = 20;
 #[derive(Clone, Copy)]
 enum Source {
     Data,
-    Slot(u64),
+    /// An index into `Pages::copies`.
+    Copy(usize),
     Bad,
 }
 
 struct Pages {
     data: File,
-    dwb: Option<File>,
+    /// Valid page images from the doublewrite file.
+    copies: Vec<Vec<u8>>,
     ps: usize,
     source: Vec<Source>,
 }
@@ -58,7 +60,10 @@ impl Pages {
         let mut b = vec![0u8; self.ps];
         let ok = match self.source.get(p as usize)? {
             Source::Data => self.data.read_exact_at(&mut b, p as u64 * self.ps as u64),
-            Source::Slot(off) => self.dwb.as_ref()?.read_exact_at(&mut b, *off),
+            Source::Copy(i) => {
+                b.copy_from_slice(self.copies.get(*i)?);
+                Ok(())
+            }
             Source::Bad => return None,
         };
         ok.ok()?;
@@ -131,9 +136,12 @@ fn page_size_of(dir: &Path, data: &File, len: u64) -> Result<usize, Failure> {
 }
 
 /// Newest valid doublewrite copy of each page: page -> (LSN, file offset).
-fn doublewrite_copies(dwb: &File, ps: usize) -> HashMap<u32, (u64, u64)> {
-    let mut out: HashMap<u32, (u64, u64)> = HashMap::new();
-    let len = dwb.metadata().map(|m| m.len()).unwrap_or(0);
+/// The newest valid copy of each page in the doublewrite file: page number to (LSN, index
+/// into the returned images).
+type Copies = (HashMap<u32, (u64, usize)>, Vec<Vec<u8>>);
+
+fn doublewrite_copies(dwb: &File, ps: usize) -> Copies {
+    let mut out: Copies = Default::default();
     let mut h = [0u8; 12];
     if dwb.read_exact_at(&mut h, 0).is_err() || &h[..4] != DWB_MAGIC {
         return out;
@@ -141,20 +149,21 @@ fn doublewrite_copies(dwb: &File, ps: usize) -> HashMap<u32, (u64, u64)> {
     if u32::from_le_bytes([h[8], h[9], h[10], h[11]]) as usize != ps {
         return out;
     }
-    let mut b = vec![0u8; ps];
-    let mut off = ps as u64;
-    while off + ps as u64 <= len {
-        if dwb.read_exact_at(&mut b, off).is_ok() {
-            let pid = hdr::page_no(&b);
-            if page::verify(&b, pid).is_ok() {
-                let lsn = hdr::lsn(&b).0;
-                let e = out.entry(pid.0).or_insert((lsn, off));
-                if lsn > e.0 {
-                    *e = (lsn, off);
-                }
-            }
+    let len = dwb.metadata().map(|m| m.len()).unwrap_or(0);
+    let mut bytes = vec![0u8; len as usize];
+    if dwb.read_exact_at(&mut bytes, 0).is_err() {
+        return out;
+    }
+    for copy in evenkeel::dwb::copies_in(&bytes, ps) {
+        let (Some(lsn), Ok(image)) = (copy.lsn(), copy.image) else {
+            continue;
+        };
+        let i = out.1.len();
+        let e = out.0.entry(copy.page).or_insert((lsn.0, i));
+        if lsn.0 >= e.0 {
+            *e = (lsn.0, i);
         }
-        off += ps as u64;
+        out.1.push(image);
     }
     out
 }
@@ -186,7 +195,7 @@ pub fn salvage(dir: &Path, out: &Path) -> Result<Salvaged, Failure> {
         .len();
     let ps = page_size_of(dir, &data, len)?;
     let dwb = File::open(dir.join(evenkeel::dwb::DWB_FILE_NAME)).ok();
-    let copies = dwb
+    let (copies, images) = dwb
         .as_ref()
         .map(|f| doublewrite_copies(f, ps))
         .unwrap_or_default();
@@ -200,12 +209,12 @@ pub fn salvage(dir: &Path, out: &Path) -> Result<Salvaged, Failure> {
             .map_err(|e| Failure::op(format!("reading {}", data_path.display()), e))?;
         let copy = copies.get(&p).copied();
         let src = match (page::verify(&b, PageId(p)), copy) {
-            (Ok(()), Some((lsn, off))) if lsn > hdr::lsn(&b).0 => Source::Slot(off),
+            (Ok(()), Some((lsn, off))) if lsn > hdr::lsn(&b).0 => Source::Copy(off),
             (Ok(()), _) => Source::Data,
             (Err(fault), Some((lsn, off))) => {
                 let (head, trail) = page::lsn_copies(&b);
                 if lsn >= head.max(trail) || lsn == head || lsn == trail {
-                    Source::Slot(off)
+                    Source::Copy(off)
                 } else {
                     bad_pages.push((p, format!("{fault} (doublewrite copy older)")));
                     Source::Bad
@@ -218,14 +227,14 @@ pub fn salvage(dir: &Path, out: &Path) -> Result<Salvaged, Failure> {
                 Source::Bad
             }
         };
-        if matches!(src, Source::Slot(_)) {
+        if matches!(src, Source::Copy(_)) {
             from_dwb += 1;
         }
         source.push(src);
     }
     let pages = Pages {
         data,
-        dwb,
+        copies: images,
         ps,
         source,
     };

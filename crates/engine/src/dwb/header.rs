@@ -5,9 +5,13 @@
 //! never a panic) and refuses a header whose page size or slot count differs from the
 //! configuration, because slots written under another page size would be misread. A header of
 //! another slot count is valid geometry (`check_page_size`): the writer rewrites it. Layout
-//! constants are frozen once published (format version 1).
+//! constants are frozen once published. Version 2 (compressed entries, `format.rs`) is written;
+//! a version 1 file (raw slots) is read, recovered from, and rewritten as version 2 before its
+//! first write.
 
-pub(super) const FORMAT_VERSION: u32 = 1;
+pub(super) const FORMAT_VERSION: u32 = 2;
+/// The versions this build reads.
+const READ_VERSIONS: [u32; 2] = [1, 2];
 const MAGIC: &[u8; 4] = b"EKDW";
 const CHECKSUM_SIZE: usize = 4;
 
@@ -46,14 +50,16 @@ pub(super) fn stored_page_size(raw: &[u8]) -> Option<usize> {
 pub(super) fn is_damage(raw: &[u8]) -> bool {
     let body = raw.len().saturating_sub(CHECKSUM_SIZE);
     raw.get(0..4) != Some(MAGIC.as_slice())
-        || (le_u32(raw, 4) == Some(FORMAT_VERSION)
+        || (le_u32(raw, 4).is_some_and(|v| READ_VERSIONS.contains(&v))
             && le_u32(raw, body) != Some(crc32c::crc32c(&raw[..body])))
 }
 
-/// Checks a header block read back (`raw` is the whole block as the file holds it); the error
-/// is a reason fit for a user.
+/// Checks a header block read back (`raw` is the whole block as the file holds it): valid, of
+/// this build's version, and of this geometry; the error is a reason fit for a user.
 pub(super) fn check(raw: &[u8], page_size: usize, slots: usize) -> Result<(), String> {
-    check_page_size(raw, page_size)?;
+    if check_page_size(raw, page_size)? != FORMAT_VERSION {
+        return Err("written in doublewrite format version 1".into());
+    }
     let found_slots = le_u32(raw, 12).unwrap_or(0);
     if found_slots as usize != slots {
         return Err(format!(
@@ -64,16 +70,18 @@ pub(super) fn check(raw: &[u8], page_size: usize, slots: usize) -> Result<(), St
 }
 
 /// Checks everything but the slot count: a valid header (magic, version, checksum) written with
-/// `page_size`. Slot `i` is at `(1 + i) * page_size` whatever the slot count, so a file of
-/// another slot count is read correctly (the count only bounds the writer's segments).
-pub(super) fn check_page_size(raw: &[u8], page_size: usize) -> Result<(), String> {
+/// `page_size`, in a version this build reads; returns the version. The slot area is read
+/// without its geometry (`format.rs`), so a file of another slot count is read correctly (the
+/// count only bounds the writer's segments).
+pub(super) fn check_page_size(raw: &[u8], page_size: usize) -> Result<u32, String> {
     if raw.get(0..4) != Some(MAGIC.as_slice()) {
         return Err("not an evenkeel doublewrite file (bad magic)".into());
     }
     let version = le_u32(raw, 4).unwrap_or(0);
-    if version != FORMAT_VERSION {
+    if !READ_VERSIONS.contains(&version) {
         return Err(format!(
-            "doublewrite format version {version}; this build reads version {FORMAT_VERSION}"
+            "doublewrite format version {version}; this build reads versions 1 and \
+             {FORMAT_VERSION}"
         ));
     }
     let body = raw.len().saturating_sub(CHECKSUM_SIZE);
@@ -88,7 +96,7 @@ pub(super) fn check_page_size(raw: &[u8], page_size: usize) -> Result<(), String
              {page_size}; run recovery with the old page size, then remove the file to change it"
         ));
     }
-    Ok(())
+    Ok(version)
 }
 
 #[cfg(test)]

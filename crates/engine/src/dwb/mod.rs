@@ -1,7 +1,7 @@
-//! dwb: the doublewrite area. A batch of page images is first written to a fixed set of slots in
-//! a separate file and fsynced, and only then written in place in the data file and fsynced, so
-//! a page whose in-place write is torn by a crash can be restored from an intact copy before
-//! redo runs (redo applies changes to whole pages; it cannot rebuild half of one).
+//! dwb: the doublewrite area. A batch of page images is first written, compressed, to a fixed
+//! area of a separate file and fsynced, and only then written in place in the data file and
+//! fsynced, so a page whose in-place write is torn by a crash can be restored from an intact
+//! copy before redo runs (redo applies changes to whole pages; it cannot rebuild half of one).
 //!
 //! # Invariants (numbered D1..D5; DESIGN.md invariants 4 and 5 rest on them)
 //!
@@ -9,8 +9,8 @@
 //!   image is durable (written and fsynced).
 //! - D2 (reservation): the slots holding a chunk are not written again until every in-place
 //!   write of that chunk is durable; until then they hold the only intact copy of those pages.
-//! - D3 (recovery restores only valid, newer images): a slot is used only if it passes
-//!   `page::verify` for the page number stored in it; the data copy is replaced only if it fails
+//! - D3 (recovery restores only valid, newer images): a copy is used only if it decodes and
+//!   passes `page::verify` for the page number stored with it; the data copy is replaced only if it fails
 //!   `page::verify` (torn, checksum, misplaced, all zero, beyond the end of the file) or carries
 //!   a lower LSN than the newest valid slot copy of that page. A torn slot is never restored.
 //!   A slot copy older than both LSN copies a damaged data page carries is a stale copy from an
@@ -42,28 +42,30 @@
 //! recovery takes the newest valid copy across all slots, which is the last one written.
 //!
 //! The slot count is `segments * slots_per_segment` and is recorded in the header; a file opened
-//! with another count (`write_io_threads` changed) keeps its slots where they are (slot `i` is
-//! at the same offset whatever the count), `recover` reads every slot present in the file, and
-//! the header is rewritten with the new count.
+//! with another count (`write_io_threads` changed) is read as it is (`recover` needs no
+//! geometry: it finds every chunk in the file), and the header is rewritten with the new count.
 //!
 //! # File (`evenkeel.dblwr`; integers little-endian)
 //!
-//! Block 0 is a header of `page_size` bytes (so slots stay aligned for O_DIRECT); slot `i` is the
-//! raw page image at offset `(1 + i) * page_size`. A slot carries no framing of its own: the page
-//! header already holds the page number, the LSN (in header and trailer) and a crc32c.
+//! Block 0 is a header of `page_size` bytes (so the area stays aligned for O_DIRECT); the slot
+//! area follows: in version 2 (written now) one region per segment holding its last chunk of
+//! compressed page copies, in version 1 (read, then rewritten) one raw page image per slot. The
+//! layouts are in `format.rs`.
 //!
 //! | offset | size | field |
 //! | --- | --- | --- |
 //! | 0 | 4 | magic `EKDW` |
-//! | 4 | 4 | format version (1) |
+//! | 4 | 4 | format version (2; 1 is read) |
 //! | 8 | 4 | page_size |
 //! | 12 | 4 | slots |
 //! | 16 | ps-20 | zero |
 //! | ps-4 | 4 | crc32c of bytes `0..ps-4` |
 //!
-//! Cost per chunk of `n` pages: one doublewrite write of `n * page_size` bytes, two fsyncs, and
-//! one in-place write per run of consecutive page numbers (the chunk is sorted by page number).
+//! Cost per chunk of `n` pages: one doublewrite write of the compressed copies (about half of
+//! `n * page_size` for B+tree pages), two fsyncs, and one in-place write per run of consecutive
+//! page numbers (the chunk is sorted by page number).
 
+mod format;
 mod header;
 mod recover;
 mod stats;
@@ -72,7 +74,24 @@ mod writer;
 #[cfg(test)]
 mod tests;
 
+pub use format::DwCopy;
 pub use stats::DwbStats;
+
+/// The page copies held in the bytes of a doublewrite file (`file`, the whole file as read) of
+/// `page_size` pages, valid or not, in file order: for tools and tests that look into the file
+/// without opening a database. The format is the header's, or, when the header is damaged, the
+/// one the contents show.
+pub fn copies_in(file: &[u8], page_size: usize) -> Vec<DwCopy> {
+    let block = format::BLOCK.min(page_size);
+    let end = file.len() / block * block;
+    if end <= page_size {
+        return Vec::new();
+    }
+    let area = &file[page_size..end];
+    let version = header::check_page_size(&file[..page_size], page_size)
+        .unwrap_or_else(|_| format::version_of(area));
+    format::read_area(area, page_size as u64, page_size, version).0
+}
 pub use writer::Doublewrite;
 
 /// The page size recorded in the doublewrite file's header, when there is a file with a

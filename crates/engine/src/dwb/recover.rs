@@ -1,16 +1,18 @@
-//! Torn-page repair at recovery, before redo: every valid slot copy is compared with the data
-//! file's copy of its page, and the slot copy is written in place where the data copy is torn,
-//! corrupt, missing or older. The newest LSN any valid slot carries is reported: open compares
-//! it with the recovered log end (a slot newer than the log means the log lost durable writes).
+//! Torn-page repair at recovery, before redo: every valid copy in the slot area (a version 1
+//! slot or a version 2 entry, `format.rs`) is compared with the data file's copy of its page,
+//! and written in place where the data copy is torn, corrupt, missing or older. The newest LSN
+//! any valid copy carries is reported: open compares it with the recovered log end (a copy newer
+//! than the log means the log lost durable writes).
 //!
-//! What must stay true: D3 (`dwb/mod.rs`) — a slot is used only if it passes `page::verify` for
-//! the page number stored in it, so a slot torn by a crash during the doublewrite write is never
-//! restored; a data copy that verifies and is at least as new as the newest slot copy is never
-//! touched. The newest valid copy of a page is taken across all segments (two segments may hold
-//! the same page at different LSNs). The data file is fsynced before `recover` returns, so what
-//! redo starts from is durable. Bounded: one pass over the slots in the file (at most
-//! `max_slots`), one read per distinct page.
+//! What must stay true: D3 (`dwb/mod.rs`) — a copy is used only if it decodes and passes
+//! `page::verify` for the page number stored with it, so a copy torn by a crash during the
+//! doublewrite write is never restored; a data copy that verifies and is at least as new as the
+//! newest doublewrite copy is never touched. The newest valid copy of a page is taken across all
+//! segments (two segments may hold the same page at different LSNs). The data file is fsynced
+//! before `recover` returns, so what redo starts from is durable. Bounded: one pass over the
+//! file (at most `max_file_len`), one read per distinct page.
 
+use super::format;
 use super::writer::Doublewrite;
 use super::DwbReport;
 use crate::error::Result;
@@ -23,53 +25,58 @@ impl Doublewrite {
     /// Repairs `data` from the doublewrite area; run before redo, with no `write_batch` running
     /// (it takes every segment's mutex, so a concurrent batch would simply wait).
     ///
-    /// Long because it is one decision per slot (D3, D5: valid, newer than the page in
+    /// Long because it is one decision per copy (D3, D5: valid, newer than the page in
     /// place, the newest copy) made in sequence, and each decision reads the one before it.
     pub fn recover(&self, data: &dyn File) -> Result<DwbReport> {
         let ps = self.page_size;
         let _segments = self.lock_all();
         let mut report = DwbReport::default();
 
-        // Slots past the end of the file were never written (the file grows as slots are used).
-        // Every slot in the file is read, also beyond the configured count: a file last written
-        // with more segments (a larger write_io_threads) may hold the only intact copy there.
-        let file_len = self.file.len()?;
-        let present = (file_len.saturating_sub(self.slot_offset(0)) / ps as u64) as usize;
-        let present = present.min(super::writer::max_slots(ps));
-        report.slots_empty = self.slots.saturating_sub(present);
-        let mut buf = crate::io::AlignedBuf::new(present.max(1) * ps);
-        let staging = &mut buf[..present * ps];
-        self.file.read_at(staging, self.slot_offset(0))?;
+        // Everything after the header is read, also beyond the configured slots: a file last
+        // written with more segments (a larger write_io_threads) may hold the only intact copy
+        // there. The file grows as chunks are written; what was never written is not there.
+        let base = self.area_offset();
+        let file_len = self.file.len()?.min(super::writer::max_file_len(ps));
+        let block = format::BLOCK.min(ps);
+        let area_len = (file_len.saturating_sub(base) as usize) / block * block;
+        let mut area = crate::io::AlignedBuf::new(area_len.max(ps));
+        self.file.read_at(&mut area[..area_len], base)?;
+        let area = &area[..area_len];
+        let version = self
+            .area_version
+            .unwrap_or_else(|| format::version_of(area));
+        let (copies, empty_slots) = format::read_area(area, base, ps, version);
+        report.slots_empty = if version == 1 {
+            empty_slots + self.slots.saturating_sub(area_len / ps)
+        } else {
+            self.slots.saturating_sub(copies.len())
+        };
 
-        // Newest valid copy of each page: (LSN, slot). Corrupt slots: (slot, page number the
-        // image claims, what is wrong with it).
+        // Newest valid copy of each page: (LSN, index in `copies`). Corrupt copies: (offset,
+        // page number the copy claims, what is wrong with it).
         let mut newest: BTreeMap<u32, (Lsn, usize)> = BTreeMap::new();
-        let mut corrupt: Vec<(usize, u32, String)> = Vec::new();
-        for (slot, image) in staging.chunks_exact(ps).enumerate() {
-            if image.iter().all(|&b| b == 0) {
-                report.slots_empty += 1;
-                continue;
-            }
-            let pid = hdr::page_no(image);
-            if let Err(fault) = page::verify(image, pid) {
+        let mut corrupt: Vec<(u64, u32, String)> = Vec::new();
+        for (i, copy) in copies.iter().enumerate() {
+            let Some(lsn) = copy.lsn() else {
                 report.slots_corrupt += 1;
-                corrupt.push((slot, pid.0, fault.to_string()));
+                let fault = copy.image.as_ref().err().cloned().unwrap_or_default();
+                corrupt.push((copy.offset, copy.page, fault));
                 continue;
-            }
+            };
             report.slots_valid += 1;
-            let lsn = hdr::lsn(image);
             if report.newest_slot.is_none_or(|(n, _)| lsn > n) {
-                report.newest_slot = Some((lsn, pid.0));
+                report.newest_slot = Some((lsn, copy.page));
             }
-            let entry = newest.entry(pid.0).or_insert((lsn, slot));
+            let entry = newest.entry(copy.page).or_insert((lsn, i));
             if lsn > entry.0 {
-                *entry = (lsn, slot);
+                *entry = (lsn, i);
             }
         }
 
         let data_len = data.len()?;
         let mut in_place = vec![0u8; ps];
-        for (&page_no, &(lsn, slot)) in &newest {
+        for (&page_no, &(lsn, i)) in &newest {
+            let at = copies[i].offset;
             report.pages_checked += 1;
             let offset = u64::from(page_no) * ps as u64;
             let reason = if offset + ps as u64 > data_len {
@@ -91,7 +98,7 @@ impl Doublewrite {
                             report.pages_unrepairable.push((
                                 page_no,
                                 format!(
-                                    "{fault}; its newest doublewrite copy (slot {slot} of {}) \
+                                    "{fault}; its newest doublewrite copy (at byte {at} of {}) \
                                      has LSN {lsn}, older than the LSN {claimed} the damaged \
                                      page carries, so it cannot be used",
                                     self.path
@@ -115,14 +122,15 @@ impl Doublewrite {
                 data.name(),
                 self.path
             );
-            data.write_at(&staging[slot * ps..(slot + 1) * ps], offset)?;
+            let image = copies[i].image.as_deref().unwrap_or_default();
+            data.write_at(image, offset)?;
             report.pages_repaired.push(page_no);
         }
         // A corrupt slot whose page is damaged in place too (and has no valid slot copy): the
         // torn in-place write and its only other copy are both lost. (A slot torn by a crash
         // during the doublewrite write never has a damaged data copy: D1.) The page number is
         // the one the damaged slot claims; one outside the file is not a page.
-        for (slot, page_no, slot_fault) in corrupt {
+        for (at, page_no, slot_fault) in corrupt {
             let offset = u64::from(page_no) * ps as u64;
             if newest.contains_key(&page_no) || offset + ps as u64 > data_len {
                 continue;
@@ -132,7 +140,7 @@ impl Doublewrite {
                 report.pages_unrepairable.push((
                     page_no,
                     format!(
-                        "{fault}; its doublewrite copy (slot {slot} of {}) is corrupted too: \
+                        "{fault}; its doublewrite copy (at byte {at} of {}) is corrupted too: \
                          {slot_fault}",
                         self.path
                     ),

@@ -14,8 +14,12 @@ pub struct DwbStats {
     pub batches: u64,
     /// Pages made durable in place through the area.
     pub pages_written: u64,
-    /// Bytes written by `write_batch` to both files: `2 * pages_written * page_size`.
+    /// Bytes written by `write_batch` to both files: the chunks to the doublewrite file and
+    /// `pages_written * page_size` in place.
     pub bytes_written: u64,
+    /// Of `bytes_written`, those written to the doublewrite file (compressed copies, their
+    /// headers and each chunk's padding to a 4 KiB block).
+    pub copy_bytes: u64,
     /// In-place write calls (one per run of consecutive page numbers in a chunk).
     pub data_writes: u64,
     /// fsyncs issued by `write_batch` and `recover`, on either file.
@@ -29,6 +33,7 @@ pub(super) struct Counters {
     pub batches: AtomicU64,
     pub pages_written: AtomicU64,
     pub bytes_written: AtomicU64,
+    pub copy_bytes: AtomicU64,
     pub data_writes: AtomicU64,
     pub fsyncs: AtomicU64,
     pub pages_repaired: AtomicU64,
@@ -45,6 +50,7 @@ impl Counters {
             batches: g(&self.batches),
             pages_written: g(&self.pages_written),
             bytes_written: g(&self.bytes_written),
+            copy_bytes: g(&self.copy_bytes),
             data_writes: g(&self.data_writes),
             fsyncs: g(&self.fsyncs),
             pages_repaired: g(&self.pages_repaired),

@@ -9,6 +9,7 @@
 //! checks the shared failure state first, so nothing is written anywhere after it; nothing is
 //! retried. Must never write a page image that fails `page::verify` (that is a caller bug: panic).
 
+use super::format;
 use super::header;
 use super::stats::{Counters, DwbStats};
 use super::{DWB_FILE_NAME, MAX_AREA_BYTES, MAX_SLOTS};
@@ -39,14 +40,26 @@ pub struct Doublewrite {
     health: Arc<Health>,
     pub(super) counters: Counters,
     header_repaired: bool,
+    /// The format the slot area was written in: the header's version, or None when the header
+    /// was damaged (`recover` then tells by the contents).
+    pub(super) area_version: Option<u32>,
+    /// The header must be rewritten (this version, this geometry) before the first chunk: set
+    /// when the file was of version 1 or its header was damaged. Deferred until after `recover`,
+    /// which reads the area in the format it was written in; rewriting first would leave a
+    /// crash in between with a header that misdescribes the area.
+    header_pending: Mutex<bool>,
 }
 
 pub(super) struct Segment {
-    /// The first slot of this segment.
-    pub first: usize,
-    /// `slots_per_segment * page_size` bytes, allocated once: the chunk as written to the
-    /// slots, and the source of the in-place writes (so both copies are the same bytes).
+    /// Byte offset of this segment's area in the doublewrite file.
+    pub offset: u64,
+    /// `format::seg_bytes` bytes, allocated once: the chunk as written to the area.
     pub staging: AlignedBuf,
+    /// `slots_per_segment * page_size` bytes, allocated once: the chunk's images as they are
+    /// written in place (consecutive pages become one write).
+    pub raw: AlignedBuf,
+    /// The compressor's output for one page.
+    pub scratch: Vec<u8>,
 }
 
 impl std::fmt::Debug for Doublewrite {
@@ -95,18 +108,19 @@ impl Doublewrite {
         check_geometry(&path, page_size, slots)?;
         let existed = storage.exists(DWB_FILE_NAME);
         let file = storage.open(DWB_FILE_NAME, FileKind::Doublewrite, true)?;
-        let state = if existed {
+        let (state, found_version) = if existed {
             header_state(&*file, &path, page_size, slots)?
         } else {
-            HeaderState::Absent
+            (HeaderState::Absent, Some(header::FORMAT_VERSION))
         };
-        if state == HeaderState::Resized {
+        if state == HeaderState::Resized && found_version == Some(header::FORMAT_VERSION) {
             tracing::info!(
                 "{path}: slot count changed to {slots} ({segments} segments); slots are read \
                  as the file holds them"
             );
         }
-        if state != HeaderState::Valid {
+        let defer = state == HeaderState::Damaged || found_version != Some(header::FORMAT_VERSION);
+        if state != HeaderState::Valid && !defer {
             file.write_at(&header::encode(page_size, slots), 0)?;
             // IMPORTANT: the header must be durable before any slot is written: a file whose
             // header is unreadable but whose slots hold pages would be refused at open.
@@ -121,9 +135,12 @@ impl Doublewrite {
             slots,
             segments: (0..segments)
                 .map(|k| {
+                    let bytes = format::seg_bytes(page_size, slots_per_segment);
                     Mutex::new(Segment {
-                        first: k * slots_per_segment,
-                        staging: AlignedBuf::new(slots_per_segment * page_size),
+                        offset: (page_size + k * bytes) as u64,
+                        staging: AlignedBuf::new(bytes),
+                        raw: AlignedBuf::new(slots_per_segment * page_size),
+                        scratch: vec![0; format::scratch_len(page_size)],
                     })
                 })
                 .collect(),
@@ -131,6 +148,8 @@ impl Doublewrite {
             health: Health::new(),
             counters: Counters::default(),
             header_repaired: state == HeaderState::Damaged,
+            area_version: found_version,
+            header_pending: Mutex::new(defer),
         })
     }
 
@@ -203,8 +222,26 @@ impl Doublewrite {
         self.counters.snapshot()
     }
 
-    pub(super) fn slot_offset(&self, slot: usize) -> u64 {
-        ((1 + slot) * self.page_size) as u64
+    /// Where the slot area starts: after the header block.
+    pub(super) fn area_offset(&self) -> u64 {
+        self.page_size as u64
+    }
+
+    /// Rewrites the header for this version and geometry if open deferred it, before any chunk
+    /// is written (see `header_pending`).
+    fn write_pending_header(&self) -> Result<()> {
+        let mut pending = self.header_pending.lock();
+        if *pending {
+            self.check_poison()?;
+            self.file
+                .write_at(&header::encode(self.page_size, self.slots), 0)?;
+            // IMPORTANT: durable before the first chunk: a crash after a chunk must find a
+            // header that says how the area is written.
+            self.file.sync()?;
+            Counters::add(&self.counters.fsyncs, 1);
+            *pending = false;
+        }
+        Ok(())
     }
 
     /// Writes sealed page images to `data` through the doublewrite area; returns when both the
@@ -239,19 +276,27 @@ impl Doublewrite {
         order.sort_by_key(|&i| (pages[i].0, page::hdr::lsn(pages[i].1)));
         self.check_poison()?;
         let mut seg = self.take_segment();
-        for chunk in order.chunks(self.slots_per_segment()) {
-            let images: Vec<(PageId, &[u8])> = chunk.iter().map(|&i| pages[i]).collect();
-            if let Err(e) = self.write_chunk(&mut seg, data, &images) {
-                if !matches!(e, Error::Poisoned(_)) {
-                    self.set_poison(&e);
+        let mut rest: Vec<(PageId, &[u8])> = order.iter().map(|&i| pages[i]).collect();
+        let mut images = &mut rest[..];
+        while !images.is_empty() {
+            let done = self
+                .write_pending_header()
+                .and_then(|()| self.write_chunk(&mut seg, data, images));
+            match done {
+                Ok(n) => images = &mut images[n..],
+                Err(e) => {
+                    if !matches!(e, Error::Poisoned(_)) {
+                        self.set_poison(&e);
+                    }
+                    return Err(e);
                 }
-                return Err(e);
             }
         }
         Ok(())
     }
 
-    /// One chunk (at most a segment's slots, sorted by page number), both phases, in `seg`.
+    /// One chunk in `seg`, both phases: the first of `images` (sorted by page number) that fit
+    /// the segment, at most its slot count of them; returns how many it took (at least one).
     /// Every write and fsync is preceded by a check of the shared failure state (D4: once any
     /// segment failed, nothing more is written anywhere).
     fn write_chunk(
@@ -259,16 +304,29 @@ impl Doublewrite {
         seg: &mut Segment,
         data: &dyn File,
         images: &[(PageId, &[u8])],
-    ) -> Result<()> {
+    ) -> Result<usize> {
         let ps = self.page_size;
-        let staging = &mut seg.staging;
-        for (slot, (_, image)) in images.iter().enumerate() {
-            staging[slot * ps..(slot + 1) * ps].copy_from_slice(image);
+        let Segment {
+            offset: seg_offset,
+            staging,
+            raw,
+            scratch,
+        } = seg;
+        let room = staging.len();
+        let mut end = format::FIRST_ENTRY;
+        let mut n = 0;
+        for (pid, image) in images.iter().take(self.slots_per_segment()) {
+            if end + format::max_entry(ps) > room {
+                break;
+            }
+            end += format::encode_entry(*pid, image, &mut staging[end..], scratch);
+            raw[n * ps..(n + 1) * ps].copy_from_slice(image);
+            n += 1;
         }
-        let len = images.len() * ps;
+        let images = &images[..n];
+        let len = format::seal_chunk(staging, n, end);
         self.check_poison()?;
-        self.file
-            .write_at(&staging[..len], self.slot_offset(seg.first))?;
+        self.file.write_at(&staging[..len], *seg_offset)?;
         // IMPORTANT (D1): the slot copies must be durable before any page of this chunk is
         // written in place; an in-place write torn by a crash is repairable only from them.
         self.check_poison()?;
@@ -285,7 +343,7 @@ impl Doublewrite {
             }
             let offset = u64::from(images[run_start].0 .0) * ps as u64;
             self.check_poison()?;
-            data.write_at(&staging[run_start * ps..k * ps], offset)?;
+            data.write_at(&raw[run_start * ps..k * ps], offset)?;
             Counters::add(&self.counters.data_writes, 1);
             run_start = k;
         }
@@ -295,11 +353,11 @@ impl Doublewrite {
         data.sync()?;
         Counters::add(&self.counters.fsyncs, 1);
 
-        let n = images.len() as u64;
         Counters::add(&self.counters.batches, 1);
-        Counters::add(&self.counters.pages_written, n);
-        Counters::add(&self.counters.bytes_written, 2 * n * ps as u64);
-        Ok(())
+        Counters::add(&self.counters.pages_written, n as u64);
+        Counters::add(&self.counters.bytes_written, (len + n * ps) as u64);
+        Counters::add(&self.counters.copy_bytes, len as u64);
+        Ok(n)
     }
 }
 
@@ -323,10 +381,15 @@ fn check_geometry(path: &str, page_size: usize, slots: usize) -> Result<()> {
     Ok(())
 }
 
-/// The most slots a doublewrite file of `page_size` pages can have (and so the most `recover`
-/// reads, whatever the header says).
+/// The most slots a doublewrite file of `page_size` pages can have.
 pub(super) fn max_slots(page_size: usize) -> usize {
     MAX_SLOTS.min(MAX_AREA_BYTES / page_size)
+}
+
+/// The longest a doublewrite file of `page_size` pages can be (and so the most `recover`
+/// reads, whatever the header says): the header, the slots, and a block per segment.
+pub(super) fn max_file_len(page_size: usize) -> u64 {
+    (page_size + max_slots(page_size) * page_size + MAX_SLOTS * format::BLOCK) as u64
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -351,7 +414,7 @@ fn header_state(
     path: &str,
     page_size: usize,
     slots: usize,
-) -> Result<HeaderState> {
+) -> Result<(HeaderState, Option<u32>)> {
     let len = file.len()?;
     let mut head = vec![0u8; len.min(16) as usize];
     file.read_at(&mut head, 0)?;
@@ -360,22 +423,27 @@ fn header_state(
     let mut raw = vec![0u8; len.min(header_len as u64) as usize];
     file.read_at(&mut raw, 0)?;
     match header::check(&raw, page_size, slots) {
-        Ok(()) => Ok(HeaderState::Valid),
-        Err(_) if header::check_page_size(&raw, page_size).is_ok() => Ok(HeaderState::Resized),
-        Err(_) if len <= header_len as u64 && stored_ps.is_none_or(|s| s == page_size) => {
-            Ok(HeaderState::Absent)
+        Ok(()) => Ok((HeaderState::Valid, Some(header::FORMAT_VERSION))),
+        Err(_) if header::check_page_size(&raw, page_size).is_ok() => {
+            let version = header::check_page_size(&raw, page_size).ok();
+            Ok((HeaderState::Resized, version))
         }
-        // A damaged header (bad checksum or magic) over slots: the slots are self-verifying
-        // page images (each checked against the page number it holds), so they are read with
-        // the configured geometry, which the data file's header gives, and the header is
-        // rewritten. A readable header that disagrees with the configuration stays an error.
+        Err(_) if len <= header_len as u64 && stored_ps.is_none_or(|s| s == page_size) => {
+            Ok((HeaderState::Absent, Some(header::FORMAT_VERSION)))
+        }
+        // A damaged header (bad checksum or magic) over slots: the copies are self-verifying
+        // (each checked against the page number it holds) and read without the geometry, in
+        // the format the contents show; the header is rewritten before the next write. A
+        // readable header that disagrees with the configuration stays an error.
         Err(reason)
             if header::is_damage(&raw)
-                && len % page_size as u64 == 0
-                && len <= ((1 + max_slots(page_size)) * page_size) as u64 =>
+                && len % page_size.min(format::BLOCK) as u64 == 0
+                && len <= max_file_len(page_size) =>
         {
-            tracing::warn!("{path}: {reason}; rewriting the header, slots are checked one by one");
-            Ok(HeaderState::Damaged)
+            tracing::warn!(
+                "{path}: {reason}; the header is rewritten, the copies are checked one by one"
+            );
+            Ok((HeaderState::Damaged, None))
         }
         Err(reason) => Err(Error::BadDatabase {
             path: PathBuf::from(path),

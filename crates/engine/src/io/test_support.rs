@@ -15,14 +15,22 @@ pub(crate) type Key = (u32, u64);
 /// Reads a page image's [`Key`] (the caller's, so io needs no knowledge of page headers).
 pub(crate) type KeyOf = fn(&[u8]) -> Key;
 
+/// Reads the [`Key`]s of the page copies in a doublewrite chunk as written (its bytes, the page
+/// size).
+pub(crate) type ChunkKeys = fn(&[u8], usize) -> Vec<Key>;
+
 /// One completed operation on a file opened through a [`TraceStorage`].
 #[derive(Clone, Debug)]
 pub(crate) enum Op {
     Write {
         file: String,
         offset: u64,
-        /// For a data or doublewrite file when pages are read ([`TraceStorage::with_pages`]):
-        /// the key of each page-sized piece of the bytes written. Empty otherwise.
+        /// Bytes written.
+        len: usize,
+        /// For a data file when pages are read ([`TraceStorage::with_pages`]): the key of each
+        /// page-sized piece of the bytes written; for a doublewrite file
+        /// ([`TraceStorage::with_chunks`]), of each copy in the chunk written (none for the
+        /// header). Empty otherwise.
         pages: Vec<Key>,
     },
     Sync {
@@ -38,6 +46,7 @@ pub(crate) struct TraceStorage {
     pub ops: Arc<Mutex<Vec<Op>>>,
     /// The page size and the reader of a page's key; None: writes record no page keys.
     pages: Option<(usize, KeyOf)>,
+    chunks: Option<ChunkKeys>,
     sync_delay: Duration,
 }
 
@@ -46,6 +55,8 @@ struct TraceFile {
     ops: Arc<Mutex<Vec<Op>>>,
     /// None for files other than data and doublewrite files.
     pages: Option<(usize, KeyOf)>,
+    /// Set for a doublewrite file with [`TraceStorage::with_chunks`].
+    chunks: Option<ChunkKeys>,
     sync_delay: Duration,
 }
 
@@ -56,8 +67,16 @@ impl TraceStorage {
             sim: sim.clone(),
             ops: Arc::default(),
             pages: None,
+            chunks: None,
             sync_delay: Duration::ZERO,
         }
+    }
+
+    /// Writes to the doublewrite file record the keys of the copies in each chunk, read by
+    /// `keys` (with [`TraceStorage::with_pages`]'s page size).
+    pub fn with_chunks(mut self, keys: ChunkKeys) -> Self {
+        self.chunks = Some(keys);
+        self
     }
 
     /// Writes to data and doublewrite files also record `key_of` of each `page_size` page they
@@ -98,6 +117,11 @@ impl Storage for TraceStorage {
             inner: self.sim.open(name, kind, create)?,
             ops: Arc::clone(&self.ops),
             pages: if paged { self.pages } else { None },
+            chunks: if kind == FileKind::Doublewrite {
+                self.chunks
+            } else {
+                None
+            },
             sync_delay: self.sync_delay,
         }))
     }
@@ -127,13 +151,16 @@ impl File for TraceFile {
     fn write_at(&self, buf: &[u8], offset: u64) -> Result<()> {
         let mut ops = self.ops.lock();
         self.inner.write_at(buf, offset)?;
-        let pages = match self.pages {
-            None => Vec::new(),
-            Some((page_size, key_of)) => buf.chunks(page_size).map(key_of).collect(),
+        let pages = match (self.pages, self.chunks) {
+            (None, _) => Vec::new(),
+            (Some(_), Some(_)) if offset == 0 => Vec::new(),
+            (Some((page_size, _)), Some(keys)) => keys(buf, page_size),
+            (Some((page_size, key_of)), None) => buf.chunks(page_size).map(key_of).collect(),
         };
         ops.push(Op::Write {
             file: self.name().to_string(),
             offset,
+            len: buf.len(),
             pages,
         });
         Ok(())

@@ -39,8 +39,7 @@ fn torn_page_is_repaired_from_doublewrite() {
     // the last batch written through the doublewrite area holds the most recently flushed
     // pages; corrupt one of them in place
     let dw = sim.read_durable("evenkeel.dblwr");
-    let slot0 = &dw[4096..8192];
-    let pid = u32::from_le_bytes(slot0[4..8].try_into().unwrap());
+    let pid = evenkeel::dwb::copies_in(&dw, 4096)[0].page;
     overwrite(&sim, pid as u64 * 4096 + 200, &[0x5A; 300]);
     let db = Database::open_in(Arc::new(sim), o).unwrap();
     assert!(db.status().recovery.pages_repaired_from_doublewrite >= 1);

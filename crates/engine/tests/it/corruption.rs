@@ -251,22 +251,16 @@ fn pages_where(image: &[u8], pred: impl Fn(&[u8]) -> bool) -> Vec<u32> {
         .collect()
 }
 
-/// Valid doublewrite slots: (slot index, page number, LSN).
-fn dwb_slots(sim: &SimStorage) -> Vec<(usize, u32, u64)> {
-    let d = sim.read_durable(DWB);
-    (1..d.len() / PS)
-        .filter_map(|s| {
-            let b = &d[s * PS..(s + 1) * PS];
-            let pid = page::hdr::page_no(b);
-            page::verify(b, pid)
-                .ok()
-                .map(|_| (s - 1, pid.0, page::hdr::lsn(b).0))
-        })
+/// Valid doublewrite copies: (byte offset in the file, page number, LSN).
+fn dwb_slots(sim: &SimStorage) -> Vec<(u64, u32, u64)> {
+    evenkeel::dwb::copies_in(&sim.read_durable(DWB), PS)
+        .iter()
+        .filter_map(|c| Some((c.offset, c.page, c.lsn()?.0)))
         .collect()
 }
 
 /// Slots whose copy is the same version as the data page (the ones a repair would use).
-fn current_dwb_slots(sim: &SimStorage) -> Vec<(usize, u32)> {
+fn current_dwb_slots(sim: &SimStorage) -> Vec<(u64, u32)> {
     let data = sim.read_durable(DATA);
     let slots = dwb_slots(sim);
     slots
@@ -429,9 +423,9 @@ fn inject(rng: &mut SmallRng, sim: &SimStorage, kind: Kind) -> Option<Target> {
         }
         Kind::DwbCopyBadPageFine => {
             let slots = dwb_slots(sim);
-            let (s, _, _) = *slots.get(rng.gen_range(0..slots.len().max(1)))?;
-            let base = (s as u64 + 1) * PS as u64;
-            flip_in(rng, sim, DWB, base, base + PS as u64);
+            let (at, _, _) = *slots.get(rng.gen_range(0..slots.len().max(1)))?;
+            // inside the copy (its header and the first of its stored bytes)
+            flip_in(rng, sim, DWB, at, at + 64);
             Some(Target::DwbSlot)
         }
         Kind::DwbHeader => {
@@ -449,8 +443,7 @@ fn inject(rng: &mut SmallRng, sim: &SimStorage, kind: Kind) -> Option<Target> {
                 .unwrap();
             f.sync().unwrap();
             if kind == Kind::TornPageBadDwb {
-                let sb = (s as u64 + 1) * PS as u64;
-                flip_in(rng, sim, DWB, sb, sb + PS as u64);
+                flip_in(rng, sim, DWB, s, s + 64);
             }
             Some(Target::Page(p))
         }

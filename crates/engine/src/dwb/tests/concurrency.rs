@@ -69,7 +69,7 @@ fn run(mode: CrashMode, segments: usize, per_segment: usize, target: u64) {
     }
     assert!(batches.load(Ordering::Relaxed) >= 50, "too few batches");
     let ops = traced.ops.lock().clone();
-    assert!(check_order(&ops, PS, DATA) > 0);
+    assert!(check_order(&ops, DATA) > 0);
 
     let dwb = Doublewrite::open_segments(&sim, PS, segments, per_segment).unwrap();
     let data = sim.open(DATA, FileKind::Data, false).unwrap();

@@ -55,6 +55,23 @@ pub(super) fn data_file(sim: &SimStorage, pages: u32) -> Arc<dyn File> {
     f
 }
 
+/// The offsets of the durable copies of page `p` in the doublewrite file, with their LSNs
+/// (None: corrupt).
+fn copies_of(sim: &SimStorage, p: u32) -> Vec<(u64, Option<u64>)> {
+    copies_in(&sim.read_durable(DWB_FILE_NAME), PS)
+        .iter()
+        .filter(|c| c.page == p)
+        .map(|c| (c.offset, c.lsn().map(|l| l.0)))
+        .collect()
+}
+
+/// Writes `items` through segment 1 of a two-segment `dwb` (segment 0 held busy meanwhile).
+fn write_in_second_segment(dwb: &Doublewrite, data: &dyn File, items: &[(u32, u64)]) {
+    let busy = dwb.segments[0].lock();
+    write(dwb, data, items).unwrap();
+    drop(busy);
+}
+
 /// After a crash: fresh handles on both files.
 fn reopen(sim: &SimStorage, slots: usize) -> (Doublewrite, Arc<dyn File>) {
     let dwb = Doublewrite::open(sim, PS, slots).unwrap();
@@ -138,10 +155,10 @@ fn slot_count_change_keeps_every_slot_readable() {
         keep_bytes: 300,
     });
     assert!(page::verify(&durable_page(&sim, 5), PageId(5)).is_err());
-    let slot4 = sim.read_durable(DWB_FILE_NAME)[5 * PS..6 * PS].to_vec();
+    let second = (PS + super::format::seg_bytes(PS, 4)) as u64;
     assert_eq!(
-        slot4,
-        image(5, 9, PS),
+        copies_of(&sim, 5),
+        [(second + 64, Some(9))],
         "the copy sits in the second segment"
     );
 
@@ -178,11 +195,18 @@ fn corrupted_header_is_rewritten_and_slots_still_used() {
     assert!(dwb.header_repaired());
     assert_eq!(dwb.recover(&*data).unwrap().pages_repaired, [2]);
     assert_page(&sim, 2, 5);
+    // The header is rewritten before the next write, not before recovery has read the area.
+    sim.crash();
+    let (dwb, data) = reopen(&sim, 4);
+    assert!(dwb.header_repaired(), "not rewritten before a write");
+    dwb.recover(&*data).unwrap();
+    write(&dwb, &*data, &[(3, 6)]).unwrap();
+    sim.crash();
     let (dwb, _) = reopen(&sim, 4);
     assert!(!dwb.header_repaired(), "rewritten durably");
 
     let mut other = super::header::encode(PS, 4);
-    other[4..8].copy_from_slice(&2u32.to_le_bytes());
+    other[4..8].copy_from_slice(&3u32.to_le_bytes());
     let body = PS - 4;
     let crc = crc32c::crc32c(&other[..body]);
     other[body..].copy_from_slice(&crc.to_le_bytes());
@@ -195,7 +219,7 @@ fn corrupted_header_is_rewritten_and_slots_still_used() {
     assert!(matches!(e, Error::BadDatabase { .. }), "{e}");
     let text = e.to_string();
     assert!(
-        text.contains(DWB_FILE_NAME) && text.contains("version 2"),
+        text.contains(DWB_FILE_NAME) && text.contains("version 3"),
         "{text}"
     );
 }
@@ -228,7 +252,11 @@ fn write_batch_is_durable_across_a_crash() {
     write(&dwb, &*data, &[(7, 4), (2, 4), (3, 4)]).unwrap();
     let s = dwb.stats();
     assert_eq!((s.batches, s.pages_written, s.fsyncs), (1, 3, 2));
-    assert_eq!(s.bytes_written, 2 * 3 * PS as u64);
+    assert_eq!(s.bytes_written, s.copy_bytes + 3 * PS as u64);
+    assert!(
+        s.copy_bytes < 3 * PS as u64 / 2,
+        "the copies are compressed: {s:?}"
+    );
     assert_eq!(
         s.data_writes, 2,
         "pages 2-3 are one in-place write, 7 another"
@@ -306,10 +334,14 @@ fn crash_between_phases_restores_torn_and_lost_pages() {
 /// D1, D3: a torn doublewrite write leaves the data file untouched and is never restored.
 #[test]
 fn torn_doublewrite_write_is_never_restored() {
-    // keep_bytes inside slot 0: nothing new is valid. Past slot 0: slot 0 is whole and valid
-    // (newer than the data copy, so it is restored: harmless, the WAL rule allowed writing it),
-    // slot 1 is torn and ignored.
-    for (keep, page2_after) in [(1000, 3), (PS + 1000, 7)] {
+    // keep_bytes inside the first copy: nothing new is valid. Past it: the first copy is whole
+    // and valid (newer than the data copy, so it is restored: harmless, the WAL rule allowed
+    // writing it), the second is torn and ignored.
+    let mut scratch = vec![0; super::format::scratch_len(PS)];
+    let mut entry = vec![0; super::format::max_entry(PS)];
+    let first = super::format::encode_entry(PageId(2), &image(2, 7, PS), &mut entry, &mut scratch);
+    let second_at = super::format::FIRST_ENTRY + first;
+    for (keep, page2_after) in [(100, 3), (second_at + 40, 7)] {
         let sim = SimStorage::new();
         let dwb = Doublewrite::open(&sim, PS, 8).unwrap();
         let data = data_file(&sim, 8);
@@ -328,7 +360,16 @@ fn torn_doublewrite_write_is_never_restored() {
 
         let (dwb, data) = reopen(&sim, 8);
         let r = dwb.recover(&*data).unwrap();
-        assert_eq!((r.slots_valid, r.slots_corrupt), (1, 1), "keep {keep}");
+        // The only valid copy at LSN 7 is the whole first one (an older chunk's second copy,
+        // page 6 at LSN 3, may still read where the torn chunk's second copy should be).
+        let newest = r.newest_slot.map(|(lsn, p)| (lsn.0, p));
+        let expect_newest = if page2_after == 7 {
+            Some((7, 2))
+        } else {
+            Some((3, 6))
+        };
+        assert_eq!(newest, expect_newest, "keep {keep}: {r:?}");
+        assert!(r.slots_corrupt >= 1, "keep {keep}: {r:?}");
         let expect: &[u32] = if page2_after == 7 { &[2] } else { &[] };
         assert_eq!(r.pages_repaired, expect, "keep {keep}");
         sim.crash();
@@ -341,17 +382,17 @@ fn torn_doublewrite_write_is_never_restored() {
 #[test]
 fn newer_in_place_copy_is_not_overwritten() {
     let sim = SimStorage::new();
-    let dwb = Doublewrite::open(&sim, PS, 8).unwrap();
+    let dwb = Doublewrite::open_segments(&sim, PS, 2, 4).unwrap();
     let data = data_file(&sim, 8);
-    write(&dwb, &*data, &[(1, 10), (4, 10)]).unwrap(); // slot 1: page 4 at 10 (stale later)
-    write(&dwb, &*data, &[(4, 20)]).unwrap(); // slot 0: page 4 at 20
+    write_in_second_segment(&dwb, &*data, &[(1, 10), (4, 10)]); // page 4 at 10 (stale later)
+    write(&dwb, &*data, &[(4, 20)]).unwrap(); // segment 0: page 4 at 20
                                               // Page 4 written in place without the doublewrite (as with doublewrite off).
     data.write_at(&image(4, 30, PS), 4 * PS as u64).unwrap();
     data.sync().unwrap();
     sim.crash();
     let (dwb, data) = reopen(&sim, 8);
     let r = dwb.recover(&*data).unwrap();
-    assert_eq!((r.slots_valid, r.pages_checked), (2, 1));
+    assert_eq!((r.slots_valid, r.pages_checked), (3, 2));
     assert!(r.pages_repaired.is_empty(), "{r:?}");
     sim.crash();
     assert_page(&sim, 4, 30);
@@ -371,7 +412,7 @@ fn batch_larger_than_slots_is_split_into_chunks() {
     write(&dwb, &*data, &items).unwrap();
     let s = dwb.stats();
     assert_eq!((s.batches, s.pages_written, s.fsyncs), (3, 11, 6));
-    let checked = trace::check_order(&traced.ops.lock(), PS, DATA);
+    let checked = trace::check_order(&traced.ops.lock(), DATA);
     assert_eq!(checked, 11);
     sim.crash();
     for &(p, lsn) in &items {
@@ -470,7 +511,10 @@ fn corrupt_slot_is_counted_and_not_used() {
     let f = sim
         .open(DWB_FILE_NAME, FileKind::Doublewrite, false)
         .unwrap();
-    f.write_at(&[0x55; 16], 2 * PS as u64 + 900).unwrap(); // slot 1: page 3
+    let [(at, Some(5))] = copies_of(&sim, 3)[..] else {
+        panic!("one copy of page 3")
+    };
+    f.write_at(&[0x55; 16], at + 40).unwrap(); // inside page 3's copy
     f.sync().unwrap();
     data.write_at(&[0x66; 16], 3 * PS as u64 + 900).unwrap();
     data.sync().unwrap();
@@ -483,7 +527,10 @@ fn corrupt_slot_is_counted_and_not_used() {
     assert_eq!(durable_page(&sim, 3), broken, "garbage is not restored");
     assert_eq!(r.pages_unrepairable.len(), 1, "{r:?}");
     assert_eq!(r.pages_unrepairable[0].0, 3);
-    assert!(r.pages_unrepairable[0].1.contains("slot 1"), "{r:?}");
+    assert!(
+        r.pages_unrepairable[0].1.contains(&format!("at byte {at}")),
+        "{r:?}"
+    );
 }
 
 /// D3, D5: a damaged data page whose only slot copy is stale (older than the LSN the damaged
@@ -493,10 +540,10 @@ fn corrupt_slot_is_counted_and_not_used() {
 #[test]
 fn stale_slot_copy_never_replaces_a_damaged_newer_page() {
     let sim = SimStorage::new();
-    let dwb = Doublewrite::open(&sim, PS, 8).unwrap();
+    let dwb = Doublewrite::open_segments(&sim, PS, 2, 4).unwrap();
     let data = data_file(&sim, 8);
-    write(&dwb, &*data, &[(1, 10), (4, 10)]).unwrap(); // slot 1: page 4 at 10 (stale later)
-    write(&dwb, &*data, &[(2, 20)]).unwrap(); // slot 0 reused
+    write_in_second_segment(&dwb, &*data, &[(1, 10), (4, 10)]); // page 4 at 10 (stale later)
+    write(&dwb, &*data, &[(2, 20)]).unwrap(); // segment 0
     data.write_at(&image(4, 30, PS), 4 * PS as u64).unwrap(); // written without the dwb
     data.write_at(&[0x66; 16], 4 * PS as u64 + 900).unwrap(); // then damaged
     data.sync().unwrap();
@@ -558,7 +605,7 @@ fn same_page_in_two_segments_restores_the_newest_copy() {
     let data = data_file(&sim, 8);
     in_segment(&dwb, &*data, 0, &[(3, 10)]).unwrap();
     in_segment(&dwb, &*data, 1, &[(3, 20)]).unwrap();
-    sim.tear_next_write(DWB_FILE_NAME, 500);
+    sim.tear_next_write(DWB_FILE_NAME, 100); // inside the copy of page 3
     in_segment(&dwb, &*data, 0, &[(3, 30)]).unwrap_err();
     sim.crash();
     let dwb = Doublewrite::open_segments(&sim, PS, 2, 4).unwrap();
@@ -602,4 +649,49 @@ fn failure_in_one_segment_stops_every_segment() {
         "nothing written after the failure"
     );
     assert_eq!(dwb.stats().batches, 1);
+}
+
+/// A version 1 file (raw page images in slots) is read as version 1: its copy repairs a torn
+/// page; the header becomes version 2 only with the first write after that, and the area is
+/// then read as version 2.
+#[test]
+fn a_version_1_file_is_recovered_then_rewritten_as_version_2() {
+    let sim = SimStorage::new();
+    let data = data_file(&sim, 8);
+    let f = sim
+        .open(DWB_FILE_NAME, FileKind::Doublewrite, true)
+        .unwrap();
+    let mut head = super::header::encode(PS, 8);
+    head[4..8].copy_from_slice(&1u32.to_le_bytes());
+    let crc = crc32c::crc32c(&head[..PS - 4]);
+    head[PS - 4..].copy_from_slice(&crc.to_le_bytes());
+    f.write_at(&head, 0).unwrap();
+    f.write_at(&image(2, 5, PS), PS as u64).unwrap(); // slot 0
+    f.sync().unwrap();
+    sim.sync_dir().unwrap();
+    data.write_at(&[0x66; 16], 2 * PS as u64 + 900).unwrap();
+    data.sync().unwrap();
+    sim.crash();
+
+    let (dwb, data) = reopen(&sim, 8);
+    assert!(!dwb.header_repaired());
+    let r = dwb.recover(&*data).unwrap();
+    assert_eq!(r.pages_repaired, [2], "{r:?}");
+    assert_eq!((r.slots_valid, r.slots_empty), (1, 7), "{r:?}");
+    sim.crash();
+    assert_page(&sim, 2, 5);
+    let raw = sim.read_durable(DWB_FILE_NAME);
+    assert_eq!(
+        super::header::check_page_size(&raw[..PS], PS),
+        Ok(1),
+        "not yet rewritten"
+    );
+
+    let (dwb, data) = reopen(&sim, 8);
+    dwb.recover(&*data).unwrap();
+    write(&dwb, &*data, &[(4, 9)]).unwrap();
+    sim.crash();
+    let raw = sim.read_durable(DWB_FILE_NAME);
+    super::header::check(&raw[..PS], PS, 8).unwrap();
+    assert_eq!(copies_of(&sim, 4), [(PS as u64 + 64, Some(9))]);
 }
