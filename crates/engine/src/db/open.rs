@@ -9,7 +9,7 @@ use super::{Database, DATA_FILE};
 use crate::btree::{AdaptiveHash, ChangeBuffer, ChangeBuffering, Ctx, TreeCounters};
 use crate::buffer::{BufferPool, DirectSink, PageSink, PoolConfig};
 use crate::catalog::Catalog;
-use crate::dwb::{Doublewrite, DWB_FILE_NAME};
+use crate::dwb::{Compression, Doublewrite, DWB_FILE_NAME};
 use crate::error::{Error, Health, Result};
 use crate::flush::Durability;
 use crate::io::{File, FileKind, FileStorage, Storage};
@@ -85,7 +85,8 @@ fn open_doublewrite(
             segments,
             doublewrite_segment_slots(page_size, segments),
         )?
-        .with_health(health.clone()),
+        .with_health(health.clone())
+        .with_compression(Compression::from_index(opts.doublewrite_compression)),
     )))
 }
 

@@ -74,7 +74,7 @@ mod writer;
 #[cfg(test)]
 mod tests;
 
-pub use format::DwCopy;
+pub use format::{Compression, DwCopy};
 pub use stats::DwbStats;
 
 /// The page copies held in the bytes of a doublewrite file (`file`, the whole file as read) of

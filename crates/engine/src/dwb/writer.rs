@@ -58,8 +58,8 @@ pub(super) struct Segment {
     /// `slots_per_segment * page_size` bytes, allocated once: the chunk's images as they are
     /// written in place (consecutive pages become one write).
     pub raw: AlignedBuf,
-    /// The compressor's output for one page.
-    pub scratch: Vec<u8>,
+    /// This segment's compressor.
+    pub coder: format::Coder,
 }
 
 impl std::fmt::Debug for Doublewrite {
@@ -140,7 +140,7 @@ impl Doublewrite {
                         offset: (page_size + k * bytes) as u64,
                         staging: AlignedBuf::new(bytes),
                         raw: AlignedBuf::new(slots_per_segment * page_size),
-                        scratch: vec![0; format::scratch_len(page_size)],
+                        coder: format::Coder::new(format::Compression::default(), page_size),
                     })
                 })
                 .collect(),
@@ -194,6 +194,15 @@ impl Doublewrite {
         }
         let n = self.segments.len();
         self.segments[self.next_segment.fetch_add(1, Ordering::Relaxed) % n].lock()
+    }
+
+    /// Stores the copies with `compression` (the `doublewrite_compression` option; zstd
+    /// unless set). Reading takes every kind whatever this is: each copy names its own.
+    pub fn with_compression(self, compression: format::Compression) -> Self {
+        for seg in &self.segments {
+            seg.lock().coder = format::Coder::new(compression, self.page_size);
+        }
+        self
     }
 
     /// Shares the engine's fail-stop state: a failure here stops every writer, and a failure
@@ -310,7 +319,7 @@ impl Doublewrite {
             offset: seg_offset,
             staging,
             raw,
-            scratch,
+            coder,
         } = seg;
         let room = staging.len();
         let mut end = format::FIRST_ENTRY;
@@ -319,7 +328,7 @@ impl Doublewrite {
             if end + format::max_entry(ps) > room {
                 break;
             }
-            end += format::encode_entry(*pid, image, &mut staging[end..], scratch);
+            end += format::encode_entry(*pid, image, &mut staging[end..], coder);
             raw[n * ps..(n + 1) * ps].copy_from_slice(image);
             n += 1;
         }
