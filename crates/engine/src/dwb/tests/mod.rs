@@ -730,3 +730,37 @@ fn a_version_1_file_is_recovered_then_rewritten_as_version_2() {
     super::header::check(&raw[..PS], PS, 8).unwrap();
     assert_eq!(copies_of(&sim, 4), [(PS as u64 + 64, Some(9))]);
 }
+
+proptest::proptest! {
+    /// Reading is total: any bytes after a valid header (chunks whose lengths, counts and
+    /// checksums say anything) give a list of copies, never a panic, and every copy it calls
+    /// valid passes `page::verify`.
+    #[test]
+    fn any_bytes_read_as_copies_without_a_panic(
+        chunks in proptest::collection::vec(
+            (0usize..4, proptest::collection::vec(proptest::num::u8::ANY, 0..300), 0u32..200, 0u32..20_000),
+            0..6,
+        ),
+    ) {
+        let mut file = super::header::encode(PS, 8);
+        for (kind, bytes, entries, end) in chunks {
+            let mut block = vec![0u8; super::format::BLOCK];
+            if kind > 0 {
+                // A chunk header that checks, over whatever follows.
+                block[0..4].copy_from_slice(b"EKDB");
+                block[4..8].copy_from_slice(&entries.to_le_bytes());
+                block[8..12].copy_from_slice(&end.to_le_bytes());
+                let crc = crc32c::crc32c(&block[..12]);
+                block[12..16].copy_from_slice(&crc.to_le_bytes());
+            }
+            let n = bytes.len().min(block.len() - 64);
+            block[64..64 + n].copy_from_slice(&bytes[..n]);
+            file.extend_from_slice(&block);
+        }
+        for copy in copies_in(&file, PS) {
+            if let Ok(image) = &copy.image {
+                proptest::prop_assert!(page::verify(image, PageId(copy.page)).is_ok());
+            }
+        }
+    }
+}
