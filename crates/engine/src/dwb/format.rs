@@ -6,8 +6,9 @@
 //! Version 2: segment `k` has `seg_bytes = slots_per_segment * page_size + 4096` bytes at
 //! `page_size + k * seg_bytes`; a chunk is written at its segment's start: a 64-byte chunk header,
 //! then one entry per page, each starting 64-byte aligned, then zeros to the next 4 KiB (O_DIRECT
-//! writes whole blocks). An entry stores its page image compressed (`doublewrite_compression`:
-//! zstd by default, or LZ4) when that is smaller, else raw. Written B+tree pages compress to a
+//! writes whole blocks). An entry stores its page image compressed when
+//! `doublewrite_compression` asks for it (zstd or LZ4; off by default) and that is smaller,
+//! else raw. Written B+tree pages compress to a
 //! half or a third (the free space between the slot array and the cells, repeated key
 //! prefixes), and the copy is half of the bytes a page write costs, so the doublewrite's share
 //! of the device falls by that much. PostgreSQL compresses its torn-page copies (full-page
@@ -65,9 +66,9 @@ const ZSTD_LEVEL: i32 = 1;
 /// How copies are stored (the `doublewrite_compression` option).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Compression {
+    #[default]
     None,
     Lz4,
-    #[default]
     Zstd,
 }
 

@@ -1,5 +1,5 @@
-//! dwb: the doublewrite area. A batch of page images is first written, compressed, to a fixed
-//! area of a separate file and fsynced, and only then written in place in the data file and
+//! dwb: the doublewrite area. A batch of page images is first written (compressed when
+//! `doublewrite_compression` says so) to a fixed area of a separate file and fsynced, and only then written in place in the data file and
 //! fsynced, so a page whose in-place write is torn by a crash can be restored from an intact
 //! copy before redo runs (redo applies changes to whole pages; it cannot rebuild half of one).
 //!
@@ -61,8 +61,8 @@
 //! | 16 | ps-20 | zero |
 //! | ps-4 | 4 | crc32c of bytes `0..ps-4` |
 //!
-//! Cost per chunk of `n` pages: one doublewrite write of the compressed copies (about half of
-//! `n * page_size` for B+tree pages), two fsyncs, and one in-place write per run of consecutive
+//! Cost per chunk of `n` pages: one doublewrite write of the copies (`n * page_size`, or a
+//! half to a third of it compressed), two fsyncs, and one in-place write per run of consecutive
 //! page numbers (the chunk is sorted by page number).
 
 mod format;

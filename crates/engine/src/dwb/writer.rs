@@ -196,7 +196,7 @@ impl Doublewrite {
         self.segments[self.next_segment.fetch_add(1, Ordering::Relaxed) % n].lock()
     }
 
-    /// Stores the copies with `compression` (the `doublewrite_compression` option; zstd
+    /// Stores the copies with `compression` (the `doublewrite_compression` option; raw
     /// unless set). Reading takes every kind whatever this is: each copy names its own.
     pub fn with_compression(self, compression: format::Compression) -> Self {
         for seg in &self.segments {

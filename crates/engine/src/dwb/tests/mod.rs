@@ -247,7 +247,9 @@ fn interrupted_create_is_redone() {
 #[test]
 fn write_batch_is_durable_across_a_crash() {
     let sim = SimStorage::new();
-    let dwb = Doublewrite::open(&sim, PS, 8).unwrap();
+    let dwb = Doublewrite::open(&sim, PS, 8)
+        .unwrap()
+        .with_compression(Compression::Zstd);
     let data = data_file(&sim, 8);
     write(&dwb, &*data, &[(7, 4), (2, 4), (3, 4)]).unwrap();
     let s = dwb.stats();
