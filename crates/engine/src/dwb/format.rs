@@ -60,7 +60,7 @@ const LZ4: u8 = 1;
 const ZSTD: u8 = 2;
 /// zstd's level: its fastest positive one. On pages written by TPC-C and by the insert
 /// benchmark it kept 0.49 and 0.31 of the bytes, against LZ4's 0.66 and 0.47, at about 30 µs
-/// a 16 KiB page against 14-21 (docs/measurements.md, session 39).
+/// a 16 KiB page against 14-21 (docs/measurements.md, "The doublewrite copies compressed").
 const ZSTD_LEVEL: i32 = 1;
 
 /// How copies are stored (the `doublewrite_compression` option).

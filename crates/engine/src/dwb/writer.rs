@@ -433,9 +433,8 @@ fn header_state(
     file.read_at(&mut raw, 0)?;
     match header::check(&raw, page_size, slots) {
         Ok(()) => Ok((HeaderState::Valid, Some(header::FORMAT_VERSION))),
-        Err(_) if header::check_page_size(&raw, page_size).is_ok() => {
-            let version = header::check_page_size(&raw, page_size).ok();
-            Ok((HeaderState::Resized, version))
+        Err(_) if let Ok(version) = header::check_page_size(&raw, page_size) => {
+            Ok((HeaderState::Resized, Some(version)))
         }
         Err(_) if len <= header_len as u64 && stored_ps.is_none_or(|s| s == page_size) => {
             Ok((HeaderState::Absent, Some(header::FORMAT_VERSION)))
