@@ -316,6 +316,12 @@ engine_metrics! {
     change_buffer_cold_drops => change_buffer_cold_drops: count "pages" from "cold_drops";
     /// Pages of the change buffer's tree (its size, bounded by change_buffer_max_size).
     change_buffer_pages => change_buffer_pages: gauge(u64) "pages" from "change_buffer_tree_pages";
+    /// Bytes written to the doublewrite file (the page copies, compressed or raw, with their
+    /// headers and padding).
+    doublewrite_copy_bytes => doublewrite_copy_bytes: count "bytes" from "doublewrite_copy_bytes";
+    /// 1 while evenkeel's doublewrite copies are compressed (doublewrite_compression; with
+    /// auto, its decision at the end of the second).
+    doublewrite_compressing => doublewrite_compressing: gauge(u64) "0/1" from "doublewrite_compressing";
 }
 
 #[cfg(test)]

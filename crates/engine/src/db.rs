@@ -246,6 +246,8 @@ impl Database {
             adaptive_hash_entries_max: i.ahi.as_ref().map_or(0, |a| a.capacity() as u64),
             change_buffer: i.ibuf.as_ref().map(|b| b.snapshot()).unwrap_or_default(),
             change_buffer_max_pages: i.ibuf.as_ref().map_or(0, |b| b.max_pages()),
+            doublewrite: i.dwb.as_ref().map(|d| d.stats()).unwrap_or_default(),
+            doublewrite_compressing: i.dwb.as_ref().is_some_and(|d| d.compressing()),
             txns: i.counters.snapshot(),
             history: i.dur.versions.stats(),
             io: i.storage.io_stats(),

@@ -127,6 +127,9 @@ pub(crate) struct DbInner {
     pub(crate) ibuf: Option<Arc<ChangeBuffer>>,
     /// The adaptive hash index (None: `adaptive_hash_index` is off).
     pub(crate) ahi: Option<AdaptiveHash>,
+    /// The doublewrite area, for its counters (None: read-only, or `doublewrite` off on a
+    /// database that never had one).
+    pub(crate) dwb: Option<Arc<crate::dwb::Doublewrite>>,
     pub(crate) ibuf_merger: Mutex<Option<std::thread::JoinHandle<()>>>,
     pub(crate) opts: Options,
     pub(crate) tree_counters: Arc<TreeCounters>,

@@ -72,6 +72,11 @@ pub struct Status {
     pub change_buffer: ChangeBufferCounts,
     /// The most pages the change buffer's tree may take (change_buffer_max_size of the pool).
     pub change_buffer_max_pages: u64,
+    /// The doublewrite area's writes (all 0 without one).
+    pub doublewrite: crate::dwb::DwbStats,
+    /// Whether the doublewrite copies are being compressed now (`doublewrite_compression`;
+    /// with auto, its last decision).
+    pub doublewrite_compressing: bool,
     /// Transactions and rows.
     pub txns: DbCounts,
     /// Old row versions kept for read views, purge and the views.
@@ -115,6 +120,17 @@ metrics! {
     dirty_pct: Gauge "%", "Dirty pages per 100 pool pages (InnoDB's formula).", |s| s.dirty_pct;
     admission_delay_now_us: Gauge "us", "The admission delay the last commit was asked to wait.",
         |s| s.admission_delay_now_us;
+    doublewrite_pages: Counter "pages", "Pages written in place through the doublewrite area.",
+        |s| s.doublewrite.pages_written;
+    doublewrite_copy_bytes: Counter "bytes",
+        "Bytes written to the doublewrite file: the page copies (compressed or raw), their headers and padding.",
+        |s| s.doublewrite.copy_bytes;
+    doublewrite_copies_compressed: Counter "pages",
+        "Page copies the doublewrite area stored compressed (doublewrite_compression).",
+        |s| s.doublewrite.copies_compressed;
+    doublewrite_compressing: Gauge "0/1",
+        "1 while the doublewrite copies are compressed (with doublewrite_compression=auto: its last decision).",
+        |s| u8::from(s.doublewrite_compressing);
     write_concurrency: Gauge "batches",
         "Page-write batches the cleaners may keep in flight now (at most write_io_threads).",
         |s| s.write_concurrency;

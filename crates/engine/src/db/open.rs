@@ -352,6 +352,7 @@ impl Database {
             catalog,
             ibuf,
             ahi,
+            dwb,
             ibuf_merger: Mutex::new(None),
             opts,
             tree_counters,

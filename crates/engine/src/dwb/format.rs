@@ -7,7 +7,7 @@
 //! `page_size + k * seg_bytes`; a chunk is written at its segment's start: a 64-byte chunk header,
 //! then one entry per page, each starting 64-byte aligned, then zeros to the next 4 KiB (O_DIRECT
 //! writes whole blocks). An entry stores its page image compressed when
-//! `doublewrite_compression` asks for it (zstd or LZ4; off by default) and that is smaller,
+//! `doublewrite_compression` asks for it (zstd or LZ4; by default zstd while the CPU has room, `auto.rs`) and that is smaller,
 //! else raw. Written B+tree pages compress to a
 //! half or a third (the free space between the slot array and the cells, repeated key
 //! prefixes), and the copy is half of the bytes a page write costs, so the doublewrite's share
@@ -63,6 +63,12 @@ const ZSTD: u8 = 2;
 /// a 16 KiB page against 14-21 (docs/measurements.md, "The doublewrite copies compressed").
 const ZSTD_LEVEL: i32 = 1;
 
+impl Coder {
+    pub fn kind(&self) -> Compression {
+        self.kind
+    }
+}
+
 /// How copies are stored (the `doublewrite_compression` option).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Compression {
@@ -70,6 +76,9 @@ pub enum Compression {
     None,
     Lz4,
     Zstd,
+    /// zstd while the CPU has room and the copies' writes take longer than compressing them
+    /// would save, else raw (`dwb/auto.rs`).
+    Auto,
 }
 
 impl Compression {
@@ -78,7 +87,8 @@ impl Compression {
         match i {
             0 => Compression::None,
             1 => Compression::Lz4,
-            _ => Compression::Zstd,
+            2 => Compression::Zstd,
+            _ => Compression::Auto,
         }
     }
 }
@@ -87,6 +97,11 @@ impl Compression {
 /// one costs more than compressing a page).
 pub(super) struct Coder {
     kind: Compression,
+    /// With [`Compression::Auto`]: whether this chunk's copies are compressed (set per chunk
+    /// by the writer from `Auto::compress_next`).
+    pub active: bool,
+    /// Copies stored compressed since the writer last reset this.
+    pub compressed: usize,
     scratch: Vec<u8>,
     zstd: Option<zstd::bulk::Compressor<'static>>,
 }
@@ -95,11 +110,13 @@ impl Coder {
     pub fn new(kind: Compression, page_size: usize) -> Coder {
         let zstd = match kind {
             // A context that cannot be made (out of memory) leaves the copies raw.
-            Compression::Zstd => zstd::bulk::Compressor::new(ZSTD_LEVEL).ok(),
+            Compression::Zstd | Compression::Auto => zstd::bulk::Compressor::new(ZSTD_LEVEL).ok(),
             _ => None,
         };
         Coder {
             kind,
+            active: false,
+            compressed: 0,
             scratch: vec![
                 0;
                 lz4_flex::block::get_maximum_output_size(page_size)
@@ -114,10 +131,11 @@ impl Coder {
     fn compress(&mut self, image: &[u8]) -> Option<(u8, usize)> {
         match self.kind {
             Compression::None => None,
+            Compression::Auto if !self.active => None,
             Compression::Lz4 => lz4_flex::block::compress_into(image, &mut self.scratch)
                 .ok()
                 .map(|n| (LZ4, n)),
-            Compression::Zstd => self
+            Compression::Zstd | Compression::Auto => self
                 .zstd
                 .as_mut()?
                 .compress_to_buffer(image, &mut self.scratch[..])
@@ -151,6 +169,7 @@ pub(super) fn encode_entry(pid: PageId, image: &[u8], out: &mut [u8], coder: &mu
     let (encoding, n) = match coder.compress(image) {
         Some((encoding, n)) if n + ENTRY_ALIGN <= ps => {
             rest[..n].copy_from_slice(&coder.scratch[..n]);
+            coder.compressed += 1;
             (encoding, n)
         }
         _ => {

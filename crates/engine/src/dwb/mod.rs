@@ -65,6 +65,7 @@
 //! half to a third of it compressed), two fsyncs, and one in-place write per run of consecutive
 //! page numbers (the chunk is sorted by page number).
 
+mod auto;
 mod format;
 mod header;
 mod recover;

@@ -21,6 +21,7 @@ use parking_lot::{Mutex, MutexGuard};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 /// The doublewrite area of one data file. `Send + Sync`: share it between page cleaners.
 pub struct Doublewrite {
@@ -48,6 +49,8 @@ pub struct Doublewrite {
     /// which reads the area in the format it was written in; rewriting first would leave a
     /// crash in between with a header that misdescribes the area.
     header_pending: Mutex<bool>,
+    /// With `doublewrite_compression = auto`: whether each chunk is compressed (`auto.rs`).
+    auto: Option<super::auto::Auto>,
 }
 
 pub(super) struct Segment {
@@ -150,6 +153,7 @@ impl Doublewrite {
             header_repaired: state == HeaderState::Damaged,
             area_version: found_version,
             header_pending: Mutex::new(defer),
+            auto: None,
         })
     }
 
@@ -198,11 +202,22 @@ impl Doublewrite {
 
     /// Stores the copies with `compression` (the `doublewrite_compression` option; raw
     /// unless set). Reading takes every kind whatever this is: each copy names its own.
-    pub fn with_compression(self, compression: format::Compression) -> Self {
+    pub fn with_compression(mut self, compression: format::Compression) -> Self {
         for seg in &self.segments {
             seg.lock().coder = format::Coder::new(compression, self.page_size);
         }
+        self.auto = (compression == format::Compression::Auto)
+            .then(|| super::auto::Auto::new(super::auto::proc_stat_cpu, Instant::now()));
         self
+    }
+
+    /// Whether copies are being compressed now: always with lz4 or zstd, never with none, and
+    /// with auto as it last decided.
+    pub fn compressing(&self) -> bool {
+        match &self.auto {
+            Some(a) => a.on(),
+            None => self.segments[0].lock().coder.kind() != format::Compression::None,
+        }
     }
 
     /// Shares the engine's fail-stop state: a failure here stops every writer, and a failure
@@ -324,6 +339,10 @@ impl Doublewrite {
         let room = staging.len();
         let mut end = format::FIRST_ENTRY;
         let mut n = 0;
+        if let Some(a) = &self.auto {
+            coder.active = a.on();
+        }
+        coder.compressed = 0;
         for (pid, image) in images.iter().take(self.slots_per_segment()) {
             if end + format::max_entry(ps) > room {
                 break;
@@ -334,6 +353,9 @@ impl Doublewrite {
         }
         let images = &images[..n];
         let len = format::seal_chunk(staging, n, end);
+        // The device's busy time is measured from the copies' write to the in-place fsync, on
+        // success or failure alike (an interval left open would count forever).
+        let _io = self.auto.as_ref().map(IoSpan::new);
         self.check_poison()?;
         self.file.write_at(&staging[..len], *seg_offset)?;
         // IMPORTANT (D1): the slot copies must be durable before any page of this chunk is
@@ -366,7 +388,24 @@ impl Doublewrite {
         Counters::add(&self.counters.pages_written, n as u64);
         Counters::add(&self.counters.bytes_written, (len + n * ps) as u64);
         Counters::add(&self.counters.copy_bytes, len as u64);
+        Counters::add(&self.counters.copies_compressed, coder.compressed as u64);
         Ok(n)
+    }
+}
+
+/// A chunk's IO for `auto`: begun when made, ended when dropped.
+struct IoSpan<'a>(&'a super::auto::Auto);
+
+impl<'a> IoSpan<'a> {
+    fn new(auto: &'a super::auto::Auto) -> Self {
+        auto.io_begin(Instant::now());
+        IoSpan(auto)
+    }
+}
+
+impl Drop for IoSpan<'_> {
+    fn drop(&mut self) {
+        self.0.io_end(Instant::now());
     }
 }
 

@@ -1,0 +1,274 @@
+//! auto: `doublewrite_compression = auto`, the default. The copies are compressed (zstd) while
+//! the device is the limit of page writes and the machine's CPUs have room, and are written
+//! raw otherwise.
+//!
+//! A compressed copy saves device bytes and costs CPU time on the writing thread. Which one is
+//! scarce depends on the machine and the load. Where the device's bandwidth is the limit
+//! (insert l.i1 and TPC-C with O_DIRECT on the steady device), zstd copies gave 38% and 8% more
+//! work a second; where the CPU is the limit (the README's main command on two cores), they
+//! cost 10-23% of it (docs/measurements.md, "The doublewrite copies compressed"). So two
+//! figures decide, each a moving average of one-second windows (weight 0.3 for the newest):
+//!
+//! - **The device is busy**: the share of wall time with at least one chunk's IO in flight,
+//!   from its copies' write to its in-place fsync, over every segment (as `buffer/busy.rs`
+//!   keeps for pages). Compression starts at 0.85 or more and stops under 0.6. Under a
+//!   saturated device this stays near 1 whether the copies are compressed or not: the work
+//!   that flows in fills the bytes saved.
+//! - **The CPUs have room**: the share of the whole machine's CPU time that was busy
+//!   (`/proc/stat`). Compression starts under 0.70 and stops over 0.85. Where `/proc/stat`
+//!   cannot be read, the copies stay raw.
+//!
+//! Measured on this project's 2-core machine (docs/measurements.md, "The doublewrite copies
+//! compressed when the device is the limit"): the two steady-device setups ran raw with the
+//! device busy 0.84-0.93 of the time and the CPUs 0.34-0.63; the main command, on a disk it
+//! does not saturate, with the device busy 0.68-0.80 and the CPUs 0.81-0.89 (and one-second
+//! dips to 0.51 while loading, when the device was nearly idle: why both figures must agree).
+//! A rule that compared the copies' own write time with the time to compress them failed
+//! twice over: a saturated device wrote the smaller compressed copies faster, so compression
+//! looked useless, was turned off, then on again (rows/s CV 0.13-0.14 against 0.02), and the
+//! compression's wall time on a busy machine (60-230 µs a page against 30 µs of CPU) said
+//! nothing of whether the CPU it took was scarce.
+//!
+//! The decision is taken at most once every [`DECIDE_EVERY`], by the writer that finishes a
+//! chunk after it is due. Every encoding is readable whatever this chooses: each copy names
+//! its own.
+
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// How often the decision is taken again: the window of each figure.
+pub(super) const DECIDE_EVERY: Duration = Duration::from_secs(1);
+/// The machine's CPU share under which compression may start, and over which it stops.
+const CPU_START_BELOW: f64 = 0.70;
+const CPU_STOP_ABOVE: f64 = 0.85;
+/// The device's busy share at or over which compression may start, and under which it stops.
+const BUSY_START_AT: f64 = 0.85;
+const BUSY_STOP_BELOW: f64 = 0.60;
+/// The weight of the newest window in the moving averages.
+const ALPHA: f64 = 0.3;
+
+/// (busy, total) CPU time of the whole machine, in any unit, since any origin.
+pub(super) type CpuClock = fn() -> Option<(u64, u64)>;
+
+#[derive(Debug)]
+struct State {
+    cpu: CpuClock,
+    decided: Instant,
+    last_cpu: Option<(u64, u64)>,
+    /// Chunks with IO in flight, since when, and the busy time since the last decision.
+    in_flight: u32,
+    since: Instant,
+    busy: Duration,
+    /// Moving averages of the device's busy share and the CPUs' (None until measured).
+    device: Option<f64>,
+    cpus: Option<f64>,
+}
+
+/// The decision and what it rests on, shared by every segment.
+#[derive(Debug)]
+pub(super) struct Auto {
+    on: AtomicBool,
+    state: Mutex<State>,
+}
+
+fn ewma(old: Option<f64>, x: f64) -> Option<f64> {
+    Some(old.map_or(x, |o| o + ALPHA * (x - o)))
+}
+
+impl Auto {
+    pub fn new(cpu: CpuClock, now: Instant) -> Auto {
+        Auto {
+            on: AtomicBool::new(false),
+            state: Mutex::new(State {
+                cpu,
+                decided: now,
+                last_cpu: cpu(),
+                in_flight: 0,
+                since: now,
+                busy: Duration::ZERO,
+                device: None,
+                cpus: None,
+            }),
+        }
+    }
+
+    /// Whether the copies are compressed now (the last decision).
+    pub fn on(&self) -> bool {
+        self.on.load(Ordering::Relaxed)
+    }
+
+    /// A chunk's IO starts (its copies' write).
+    pub fn io_begin(&self, now: Instant) {
+        let mut s = self.state.lock();
+        if s.in_flight == 0 {
+            s.since = now;
+        }
+        s.in_flight += 1;
+    }
+
+    /// A chunk's IO ended (its in-place fsync, or a failure); decides again when due.
+    pub fn io_end(&self, now: Instant) {
+        let mut s = self.state.lock();
+        s.in_flight = s.in_flight.saturating_sub(1);
+        if s.in_flight == 0 {
+            let d = now.saturating_duration_since(s.since);
+            s.busy += d;
+        }
+        let window = now.saturating_duration_since(s.decided);
+        if window < DECIDE_EVERY {
+            return;
+        }
+        s.decided = now;
+        // An interval still open counts up to now here, the rest in the next window.
+        let mut busy = s.busy;
+        if s.in_flight > 0 {
+            busy += now.saturating_duration_since(s.since);
+            s.since = now;
+        }
+        s.busy = Duration::ZERO;
+        s.device = ewma(
+            s.device,
+            (busy.as_secs_f64() / window.as_secs_f64()).min(1.0),
+        );
+        let cpu = (s.cpu)();
+        if let (Some((b0, t0)), Some((b1, t1))) = (s.last_cpu, cpu) {
+            if t1 > t0 {
+                s.cpus = ewma(s.cpus, b1.saturating_sub(b0) as f64 / (t1 - t0) as f64);
+            }
+        }
+        s.last_cpu = cpu;
+        let was = self.on();
+        let (device, cpus) = (s.device.unwrap_or(0.0), s.cpus.unwrap_or(1.0));
+        let on = if was {
+            device >= BUSY_STOP_BELOW && cpus <= CPU_STOP_ABOVE
+        } else {
+            device >= BUSY_START_AT && cpus < CPU_START_BELOW
+        };
+        if on != was {
+            tracing::debug!(
+                device_busy = device,
+                cpus_busy = cpus,
+                "doublewrite copies {}",
+                if on { "compressed" } else { "raw" }
+            );
+        }
+        self.on.store(on, Ordering::Relaxed);
+    }
+}
+
+/// The machine's CPU time from `/proc/stat`'s first line: busy (everything but idle and
+/// iowait; steal counts as busy, as time this machine could not use) and total, in ticks.
+pub(super) fn proc_stat_cpu() -> Option<(u64, u64)> {
+    let text = std::fs::read_to_string("/proc/stat").ok()?;
+    parse_cpu_line(text.lines().next()?)
+}
+
+fn parse_cpu_line(line: &str) -> Option<(u64, u64)> {
+    let mut it = line.split_whitespace();
+    if it.next()? != "cpu" {
+        return None;
+    }
+    // user nice system idle iowait irq softirq steal (guest time is already in user).
+    let v: Vec<u64> = it.take(8).map(|x| x.parse().ok()).collect::<Option<_>>()?;
+    if v.len() < 5 {
+        return None;
+    }
+    let total: u64 = v.iter().sum();
+    Some((total - v[3] - v[4], total))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicU64;
+
+    // The fake machine's clock: each reading, BUSY busy ticks of 100 pass.
+    static BUSY: AtomicU64 = AtomicU64::new(0);
+    static BUSY_TICKS: AtomicU64 = AtomicU64::new(0);
+    static TICKS: AtomicU64 = AtomicU64::new(0);
+
+    fn fake_cpu() -> Option<(u64, u64)> {
+        let b = BUSY.load(Ordering::SeqCst);
+        let busy = BUSY_TICKS.fetch_add(b, Ordering::SeqCst) + b;
+        Some((busy, TICKS.fetch_add(100, Ordering::SeqCst) + 100))
+    }
+
+    fn no_cpu() -> Option<(u64, u64)> {
+        None
+    }
+
+    /// Runs `secs` seconds of 64 chunks a second from `*t`, one at a time, each with its IO in
+    /// flight for `busy` of its 1/64 s; leaves `*t` at the end.
+    fn run(a: &Auto, t: &mut Instant, secs: u64, busy: f64) {
+        let slot = 15_625u64; // µs
+        let t0 = *t;
+        *t += Duration::from_secs(secs);
+        for s in 0..secs {
+            for k in 0..64u64 {
+                let start = t0 + Duration::from_secs(s) + Duration::from_micros(k * slot);
+                a.io_begin(start);
+                a.io_end(start + Duration::from_micros((slot as f64 * busy) as u64));
+            }
+        }
+    }
+
+    // One test drives the shared fake clock, so the cases run in order in it.
+    #[test]
+    fn compresses_while_the_device_is_busy_and_the_cpus_have_room() {
+        let mut t = Instant::now();
+        // The device busy 95% of the time, the CPUs 30%: compressed.
+        BUSY.store(30, Ordering::SeqCst);
+        let a = Auto::new(fake_cpu, t);
+        assert!(!a.on(), "raw until measured");
+        run(&a, &mut t, 8, 0.95);
+        assert!(a.on());
+        // The CPUs busy 95%: raw within a few seconds (the averages move).
+        BUSY.store(95, Ordering::SeqCst);
+        run(&a, &mut t, 8, 0.95);
+        assert!(!a.on());
+        // CPUs at 80%, between the thresholds: stays raw ...
+        BUSY.store(80, Ordering::SeqCst);
+        run(&a, &mut t, 10, 0.95);
+        assert!(!a.on());
+        // ... and at 50%: compressed again.
+        BUSY.store(50, Ordering::SeqCst);
+        run(&a, &mut t, 10, 0.95);
+        assert!(a.on());
+        // Between the thresholds once compressing (CPUs 80%, device 70%): stays so.
+        BUSY.store(80, Ordering::SeqCst);
+        run(&a, &mut t, 10, 0.70);
+        assert!(a.on());
+        // The device mostly idle: raw, however idle the CPUs ...
+        BUSY.store(10, Ordering::SeqCst);
+        run(&a, &mut t, 10, 0.30);
+        assert!(!a.on());
+        // ... and busy 80% of the time, under the start: stays raw.
+        run(&a, &mut t, 10, 0.80);
+        assert!(!a.on());
+        // A one-second dip of the CPUs does not start it while the device is idle (the main
+        // command's load).
+        BUSY.store(40, Ordering::SeqCst);
+        run(&a, &mut t, 10, 0.05);
+        assert!(!a.on());
+
+        // No CPU clock (not Linux): raw.
+        let b = Auto::new(no_cpu, t);
+        run(&b, &mut t, 8, 0.95);
+        assert!(!b.on());
+    }
+
+    #[test]
+    fn proc_stat_lines_parse_busy_and_total() {
+        assert_eq!(
+            parse_cpu_line("cpu  100 5 50 800 40 3 2 0 0 0"),
+            Some((160, 1000))
+        );
+        assert_eq!(parse_cpu_line("cpu0 1 2 3 4 5 6 7 8"), None);
+        assert_eq!(parse_cpu_line("cpu 1 x 3 4 5"), None);
+        if cfg!(target_os = "linux") {
+            let (busy, total) = proc_stat_cpu().expect("/proc/stat on Linux");
+            assert!(busy <= total && total > 0);
+        }
+    }
+}
