@@ -15,8 +15,10 @@
 //!   saturated device this stays near 1 whether the copies are compressed or not: the work
 //!   that flows in fills the bytes saved.
 //! - **The CPUs have room**: the share of the whole machine's CPU time that was busy
-//!   (`/proc/stat`). Compression starts under 0.70 and stops over 0.85. Where `/proc/stat`
-//!   cannot be read, the copies stay raw.
+//!   (`/proc/stat`). Compression starts under 0.70 and stops over 0.92. Where `/proc/stat`
+//!   cannot be read, the copies stay raw. The gap is wide because compressing raises the
+//!   CPUs' share itself (TPC-C on the steady device: 0.50 raw, 0.72 compressed, with
+//!   one-second peaks at 0.90 that a stop at 0.85 followed, four seconds raw at a time).
 //!
 //! Measured on this project's 2-core machine (docs/measurements.md, "The doublewrite copies
 //! compressed when the device is the limit"): the two steady-device setups ran raw with the
@@ -41,7 +43,7 @@ use std::time::{Duration, Instant};
 pub(super) const DECIDE_EVERY: Duration = Duration::from_secs(1);
 /// The machine's CPU share under which compression may start, and over which it stops.
 const CPU_START_BELOW: f64 = 0.70;
-const CPU_STOP_ABOVE: f64 = 0.85;
+const CPU_STOP_ABOVE: f64 = 0.92;
 /// The device's busy share at or over which compression may start, and under which it stops.
 const BUSY_START_AT: f64 = 0.85;
 const BUSY_STOP_BELOW: f64 = 0.60;
@@ -225,7 +227,7 @@ mod tests {
         assert!(a.on());
         // The CPUs busy 95%: raw within a few seconds (the averages move).
         BUSY.store(95, Ordering::SeqCst);
-        run(&a, &mut t, 8, 0.95);
+        run(&a, &mut t, 12, 0.95);
         assert!(!a.on());
         // CPUs at 80%, between the thresholds: stays raw ...
         BUSY.store(80, Ordering::SeqCst);
