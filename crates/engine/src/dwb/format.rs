@@ -63,12 +63,6 @@ const ZSTD: u8 = 2;
 /// a 16 KiB page against 14-21 (docs/measurements.md, "The doublewrite copies compressed").
 const ZSTD_LEVEL: i32 = 1;
 
-impl Coder {
-    pub fn kind(&self) -> Compression {
-        self.kind
-    }
-}
-
 /// How copies are stored (the `doublewrite_compression` option).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Compression {

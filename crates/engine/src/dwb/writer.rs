@@ -51,6 +51,8 @@ pub struct Doublewrite {
     header_pending: Mutex<bool>,
     /// With `doublewrite_compression = auto`: whether each chunk is compressed (`auto.rs`).
     auto: Option<super::auto::Auto>,
+    /// How copies are stored (`with_compression`).
+    compression: format::Compression,
 }
 
 pub(super) struct Segment {
@@ -154,6 +156,7 @@ impl Doublewrite {
             area_version: found_version,
             header_pending: Mutex::new(defer),
             auto: None,
+            compression: format::Compression::default(),
         })
     }
 
@@ -206,6 +209,7 @@ impl Doublewrite {
         for seg in &self.segments {
             seg.lock().coder = format::Coder::new(compression, self.page_size);
         }
+        self.compression = compression;
         self.auto = (compression == format::Compression::Auto)
             .then(|| super::auto::Auto::new(super::auto::proc_stat_cpu, Instant::now()));
         self
@@ -216,7 +220,7 @@ impl Doublewrite {
     pub fn compressing(&self) -> bool {
         match &self.auto {
             Some(a) => a.on(),
-            None => self.segments[0].lock().coder.kind() != format::Compression::None,
+            None => self.compression != format::Compression::None,
         }
     }
 

@@ -97,8 +97,8 @@ knobs! {
     adaptive_hash_index: bool = true, Kind::Bool;
     /// Write pages through the doublewrite area first, so a torn page write can be repaired at recovery.
     doublewrite: bool = true, Kind::Bool;
-    /// How the doublewrite area stores its page copies: none (raw), lz4, zstd (level 1), or auto (the default): zstd while the device is the limit of page writes and the CPUs have room, raw otherwise (measured each second: a chunk's IO in flight at least 0.85 of the time and the machine's CPUs busy under 0.70 to start; under 0.6 or over 0.92 to stop). The copies are half of the bytes a page write costs and B+tree pages compress to a half or a third, so where the device's bandwidth is the limit zstd writes more pages a second; where the CPU is the limit the compression's CPU (about 30 µs a 16 KiB page with zstd) costs throughput instead. The data file's pages are never compressed.
-    doublewrite_compression: usize = 3, Kind::Name(&["none", "lz4", "zstd", "auto"]);
+    /// How the doublewrite area stores its page copies: none (raw, the default), lz4, zstd (level 1), or auto: zstd from when the device is the limit of page writes and the CPUs have room until the CPUs have none, raw otherwise (measured each second: a chunk's IO in flight at least 0.85 of the time and the machine's CPUs busy under 0.70 to start; the CPUs over 0.92 to stop). The copies are half of the bytes a page write costs and B+tree pages compress to a half or a third, so where the device's bandwidth is the limit zstd writes more pages a second; where the CPU is the limit the compression's CPU (about 30 µs a 16 KiB page with zstd) costs throughput instead. The data file's pages are never compressed.
+    doublewrite_compression: usize = 0, Kind::Name(&["none", "lz4", "zstd", "auto"]);
     /// How long a transaction waits for a key lock before it fails with LockWaitTimeout (a plain number is seconds; `500ms` is allowed). Dynamic.
     lock_wait_timeout: std::time::Duration = std::time::Duration::from_secs(50), Kind::Millis { min: 1, max: 1_073_741_824_000 };
     /// Bytes all key locks together may use; a lock request past it fails instead of growing.
