@@ -11,8 +11,8 @@
 //! figures decide, each a moving average of one-second windows (weight 0.3 for the newest):
 //!
 //! - **The device is busy**: the share of wall time with at least one chunk's IO in flight,
-//!   from its copies' write to its in-place fsync, over every segment (as `buffer/busy.rs`
-//!   keeps for pages). Compression starts at 0.85 or more. It does not stop on this figure:
+//!   from its copies' write to its in-place fsync, over every segment (`buffer/busy.rs`'s clock,
+//!   as the pool keeps for pages). Compression starts at 0.85 or more. It does not stop on this figure:
 //!   compressed copies take the device less time, so where the device was only just the limit
 //!   its busy share falls once they are compressed. A first build stopped under 0.6 and, in
 //!   the stability matrix's insert cells, went on and off every 5-15 seconds, each change a
@@ -45,6 +45,7 @@
 //! chunk after it is due. Every encoding is readable whatever this chooses: each copy names
 //! its own.
 
+use crate::buffer::busy::BusyClock;
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -67,10 +68,8 @@ struct State {
     cpu: CpuClock,
     decided: Instant,
     last_cpu: Option<(u64, u64)>,
-    /// Chunks with IO in flight, since when, and the busy time since the last decision.
-    in_flight: u32,
-    since: Instant,
-    busy: Duration,
+    /// The device's busy seconds at the last decision.
+    last_busy: f64,
     /// Moving averages of the device's busy share and the CPUs' (None until measured).
     device: Option<f64>,
     cpus: Option<f64>,
@@ -80,6 +79,8 @@ struct State {
 #[derive(Debug)]
 pub(super) struct Auto {
     on: AtomicBool,
+    /// Time with at least one chunk's IO in flight.
+    clock: BusyClock,
     state: Mutex<State>,
 }
 
@@ -91,13 +92,12 @@ impl Auto {
     pub fn new(cpu: CpuClock, now: Instant) -> Auto {
         Auto {
             on: AtomicBool::new(false),
+            clock: BusyClock::default(),
             state: Mutex::new(State {
                 cpu,
                 decided: now,
                 last_cpu: cpu(),
-                in_flight: 0,
-                since: now,
-                busy: Duration::ZERO,
+                last_busy: 0.0,
                 device: None,
                 cpus: None,
             }),
@@ -111,37 +111,22 @@ impl Auto {
 
     /// A chunk's IO starts (its copies' write).
     pub fn io_begin(&self, now: Instant) {
-        let mut s = self.state.lock();
-        if s.in_flight == 0 {
-            s.since = now;
-        }
-        s.in_flight += 1;
+        self.clock.begin(now);
     }
 
     /// A chunk's IO ended (its in-place fsync, or a failure); decides again when due.
     pub fn io_end(&self, now: Instant) {
+        self.clock.end(0, now);
         let mut s = self.state.lock();
-        s.in_flight = s.in_flight.saturating_sub(1);
-        if s.in_flight == 0 {
-            let d = now.saturating_duration_since(s.since);
-            s.busy += d;
-        }
         let window = now.saturating_duration_since(s.decided);
         if window < DECIDE_EVERY {
             return;
         }
         s.decided = now;
-        // An interval still open counts up to now here, the rest in the next window.
-        let mut busy = s.busy;
-        if s.in_flight > 0 {
-            busy += now.saturating_duration_since(s.since);
-            s.since = now;
-        }
-        s.busy = Duration::ZERO;
-        s.device = ewma(
-            s.device,
-            (busy.as_secs_f64() / window.as_secs_f64()).min(1.0),
-        );
+        let (busy, _) = self.clock.read(now);
+        let share = (busy - s.last_busy) / window.as_secs_f64();
+        s.last_busy = busy;
+        s.device = ewma(s.device, share.clamp(0.0, 1.0));
         let cpu = (s.cpu)();
         if let (Some((b0, t0)), Some((b1, t1))) = (s.last_cpu, cpu) {
             if t1 > t0 {
@@ -231,44 +216,35 @@ mod tests {
     fn starts_compressing_when_the_device_is_busy_and_the_cpus_have_room_and_stops_when_they_do_not(
     ) {
         let mut t = Instant::now();
-        // The device busy 95% of the time, the CPUs 30%: compressed.
         BUSY.store(30, Ordering::SeqCst);
         let a = Auto::new(fake_cpu, t);
         assert!(!a.on(), "raw until measured");
-        run(&a, &mut t, 8, 0.95);
-        assert!(a.on());
-        // The CPUs busy 95%: raw within a few seconds (the averages move).
-        BUSY.store(95, Ordering::SeqCst);
-        run(&a, &mut t, 12, 0.95);
-        assert!(!a.on());
-        // CPUs at 80%, between the thresholds: stays raw ...
-        BUSY.store(80, Ordering::SeqCst);
-        run(&a, &mut t, 10, 0.95);
-        assert!(!a.on());
-        // ... and at 50%: compressed again.
-        BUSY.store(50, Ordering::SeqCst);
-        run(&a, &mut t, 10, 0.95);
-        assert!(a.on());
-        // Between the thresholds once compressing (CPUs 80%): stays so, whatever the device's
-        // busy share does (it falls because the copies shrank).
-        BUSY.store(80, Ordering::SeqCst);
-        run(&a, &mut t, 10, 0.70);
-        assert!(a.on());
-        BUSY.store(10, Ordering::SeqCst);
-        run(&a, &mut t, 10, 0.30);
-        assert!(a.on());
-        // Stopped by the CPUs, then the device busy 80% of the time, under the start: raw.
-        BUSY.store(95, Ordering::SeqCst);
-        run(&a, &mut t, 12, 0.80);
-        assert!(!a.on());
-        BUSY.store(10, Ordering::SeqCst);
-        run(&a, &mut t, 10, 0.80);
-        assert!(!a.on());
-        // A one-second dip of the CPUs does not start it while the device is idle (the main
-        // command's load).
-        BUSY.store(40, Ordering::SeqCst);
-        run(&a, &mut t, 10, 0.05);
-        assert!(!a.on());
+        // (the CPUs' busy percent, seconds, the device's busy share, compressing after)
+        let steps = [
+            // the device busy, the CPUs 30%: compressed
+            (30, 8, 0.95, true),
+            // the CPUs busy 95%: raw within a few seconds (the averages move)
+            (95, 12, 0.95, false),
+            // CPUs at 80%, between the thresholds: stays raw ...
+            (80, 10, 0.95, false),
+            // ... and at 50%: compressed again
+            (50, 10, 0.95, true),
+            // between the thresholds once compressing: stays so, whatever the device's busy
+            // share does (it falls because the copies shrank)
+            (80, 10, 0.70, true),
+            (10, 10, 0.30, true),
+            // stopped by the CPUs, then the device busy 80% of the time, under the start: raw
+            (95, 12, 0.80, false),
+            (10, 10, 0.80, false),
+            // a dip of the CPUs does not start it while the device is idle (the main
+            // command's load)
+            (40, 10, 0.05, false),
+        ];
+        for (k, (cpus, secs, device, on)) in steps.into_iter().enumerate() {
+            BUSY.store(cpus, Ordering::SeqCst);
+            run(&a, &mut t, secs, device);
+            assert_eq!(a.on(), on, "step {k}");
+        }
 
         // No CPU clock (not Linux): raw.
         let b = Auto::new(no_cpu, t);
