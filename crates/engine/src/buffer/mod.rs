@@ -23,7 +23,6 @@
 //!
 //! Never: write a page without going through `write_back`; allocate frames after open.
 
-pub mod busy;
 mod fetch;
 mod guard;
 mod lru;
@@ -376,7 +375,7 @@ pub struct BufferPool {
     file: Arc<dyn File>,
     epoch: Instant,
     /// Time with page writes in flight, every writer's (the page cleaner's device rate).
-    pub write_clock: busy::BusyClock,
+    pub write_clock: crate::io::busy::BusyClock,
     pub counters: PoolCounters,
 }
 
@@ -486,7 +485,7 @@ impl BufferPool {
             per_instance: per_instance as u32,
             file,
             epoch: Instant::now(),
-            write_clock: busy::BusyClock::default(),
+            write_clock: crate::io::busy::BusyClock::default(),
             counters: PoolCounters::default(),
         })
     }

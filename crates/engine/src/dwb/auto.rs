@@ -11,7 +11,7 @@
 //! figures decide, each a moving average of one-second windows (weight 0.3 for the newest):
 //!
 //! - **The device is busy**: the share of wall time with at least one chunk's IO in flight,
-//!   from its copies' write to its in-place fsync, over every segment (`buffer/busy.rs`'s clock,
+//!   from its copies' write to its in-place fsync, over every segment (`io/busy.rs`'s clock,
 //!   as the pool keeps for pages). Compression starts at 0.85 or more. It does not stop on this figure:
 //!   compressed copies take the device less time, so where the device was only just the limit
 //!   its busy share falls once they are compressed. A first build stopped under 0.6 and, in
@@ -45,7 +45,7 @@
 //! chunk after it is due. Every encoding is readable whatever this chooses: each copy names
 //! its own.
 
-use crate::buffer::busy::BusyClock;
+use crate::io::busy::BusyClock;
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};

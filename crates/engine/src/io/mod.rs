@@ -8,6 +8,7 @@
 //! never retried or swallowed; the caller poisons the engine.
 
 mod aligned;
+pub mod busy;
 pub mod file;
 pub mod read_only;
 pub mod sim;

@@ -1,4 +1,5 @@
-//! busy: how long page writes kept the device busy, whoever wrote them.
+//! busy: how long page writes kept the device busy, whoever wrote them (the buffer pool's writers
+//! and the doublewrite's auto compression read it; it lives here, below both).
 //!
 //! The page cleaner measures the device's page-write rate (pages per second while writes are
 //! in flight) to bound its plans. Its own writing time is not that time: where committing
