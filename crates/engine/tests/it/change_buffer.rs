@@ -229,7 +229,7 @@ fn a_clean_close_merges_into_a_log_at_its_sync_point() {
     o.set("log_file_size", "256K").unwrap();
     o.set("log_files_in_group", "2").unwrap();
     // a pool of 128 pages, whose change buffer (half of it) holds more than the log has left
-    // at 85% to merge at close
+    // at 90% to merge at close
     o.set("buffer_pool_size", "512K").unwrap();
     // a page cleaner that leaves the log near its sync point
     o.set("adaptive_flushing", "fixed").unwrap();
@@ -263,10 +263,10 @@ fn a_clean_close_merges_into_a_log_at_its_sync_point() {
     }
     let entries = db.status().change_buffer.entries;
     assert!(entries > 1000, "{entries} changes buffered");
-    // rewrite churn rows until the log is past 85% of its capacity
+    // rewrite churn rows until the log is past 90% of its capacity
     let churn_t = db.table("churn").unwrap();
     let mut k = 0;
-    while db.status().checkpoint_age_pct < 85.0 {
+    while db.status().checkpoint_age_pct < 90.0 {
         let mut txn = db.begin();
         for _ in 0..10 {
             txn.put(&churn_t, &key16(k % CHURN_ROWS), &val(k, 1000))
