@@ -1,45 +1,27 @@
-//! auto: `doublewrite_compression = auto` (not the default: a decision that changes mid-run is
-//! a step in the throughput, see the end). The copies are compressed (zstd) while
-//! the device is the limit of page writes and the machine's CPUs have room, and are written
-//! raw otherwise.
+//! auto: `doublewrite_compression = auto`, not the default. The copies are compressed (zstd)
+//! while the device is the limit of page writes and the machine's CPUs have room, and are
+//! written raw otherwise.
 //!
-//! A compressed copy saves device bytes and costs CPU time on the writing thread. Which one is
-//! scarce depends on the machine and the load. Where the device's bandwidth is the limit
-//! (insert l.i1 and TPC-C with O_DIRECT on the steady device), zstd copies gave 38% and 8% more
-//! work a second; where the CPU is the limit (the README's main command on two cores), they
-//! cost 10-23% of it (docs/measurements.md, "The doublewrite copies compressed"). So two
-//! figures decide, each a moving average of one-second windows (weight 0.3 for the newest):
+//! A compressed copy saves device bytes and costs CPU time on the writing thread; which one is
+//! scarce depends on the machine and the load, so two figures decide, each a moving average of
+//! one-second windows (weight 0.3 for the newest):
 //!
 //! - **The device is busy**: the share of wall time with at least one chunk's IO in flight,
 //!   from its copies' write to its in-place fsync, over every segment (`io/busy.rs`'s clock,
-//!   as the pool keeps for pages). Compression starts at 0.85 or more. It does not stop on this figure:
-//!   compressed copies take the device less time, so where the device was only just the limit
-//!   its busy share falls once they are compressed. A first build stopped under 0.6 and, in
-//!   the stability matrix's insert cells, went on and off every 5-15 seconds, each change a
-//!   step in the throughput (p1/mean 0.70-0.84 where the policies that never compressed ran at
-//!   0.94-0.97).
+//!   as the pool keeps for pages). Compression starts at 0.85 or more, and does not stop on
+//!   this figure: compressed copies take the device less time, so once they are compressed
+//!   the share falls whether or not the device is still the limit.
 //! - **The CPUs have room**: the share of the whole machine's CPU time that was busy
-//!   (`/proc/stat`). Compression starts under 0.70 and stops over 0.92. Where `/proc/stat`
-//!   cannot be read, the copies stay raw. The gap is wide because compressing raises the
-//!   CPUs' share itself (TPC-C on the steady device: 0.50 raw, 0.72 compressed, with
-//!   one-second peaks at 0.90 that a stop at 0.85 followed, four seconds raw at a time).
+//!   (`/proc/stat`). Compression starts under 0.70 and stops over 0.92; the gap is wide
+//!   because compressing raises the share itself. Where `/proc/stat` cannot be read, the
+//!   copies stay raw.
 //!
-//! Measured on this project's 2-core machine (docs/measurements.md, "The doublewrite copies
-//! compressed when the device is the limit"): the two steady-device setups ran raw with the
-//! device busy 0.84-0.93 of the time and the CPUs 0.34-0.63; the main command, on a disk it
-//! does not saturate, with the device busy 0.68-0.80 and the CPUs 0.81-0.89 (and one-second
-//! dips to 0.51 while loading, when the device was nearly idle: why both figures must agree).
-//! A rule that compared the copies' own write time with the time to compress them failed
-//! twice over: a saturated device wrote the smaller compressed copies faster, so compression
-//! looked useless, was turned off, then on again (rows/s CV 0.13-0.14 against 0.02), and the
-//! compression's wall time on a busy machine (60-230 µs a page against 30 µs of CPU) said
-//! nothing of whether the CPU it took was scarce.
-//!
-//! Why it is not the default: each change of the decision is a step in the throughput, and in
-//! the stability matrix's insert cells the start came 9-16 s into the measured seconds and,
-//! with 16 clients, the CPUs' stop came and went: p1/mean 0.73-0.82 where raw copies ran at
-//! 0.94-0.97 (docs/measurements.md, "The doublewrite copies compressed when the device is the
-//! limit"). Set it, or zstd, where the device is known to be the limit.
+//! Both must agree: the CPUs alone dip for single seconds while a CPU-bound load waits on
+//! something else, and the device alone cannot say whether the CPU compression takes is
+//! scarce. It is not the default because each change of the decision is a step in the
+//! throughput, which a run's 1-second figures count. The rules tried, and the figures behind
+//! these thresholds, are in docs/measurements.md ("The doublewrite copies compressed when the
+//! device is the limit").
 //!
 //! The decision is taken at most once every [`DECIDE_EVERY`], by the writer that finishes a
 //! chunk after it is due. Every encoding is readable whatever this chooses: each copy names
