@@ -319,9 +319,9 @@ engine_metrics! {
     /// Bytes written to the doublewrite file (the page copies, compressed or raw, with their
     /// headers and padding).
     doublewrite_copy_bytes => doublewrite_copy_bytes: count "bytes" from "doublewrite_copy_bytes";
-    /// 1 while evenkeel's doublewrite copies are compressed (doublewrite_compression; with
-    /// auto, its decision at the end of the second).
-    doublewrite_compressing => doublewrite_compressing: gauge(u64) "0/1" from "doublewrite_compressing";
+    /// The share of evenkeel's doublewrite copies being compressed, 0 to 1
+    /// (doublewrite_compression; with auto, its decision at the end of the second).
+    doublewrite_compressing => doublewrite_compressing: gauge(f64) "share" from "doublewrite_compressing";
 }
 
 #[cfg(test)]

@@ -247,8 +247,11 @@ impl Database {
             change_buffer: i.ibuf.as_ref().map(|b| b.snapshot()).unwrap_or_default(),
             change_buffer_max_pages: i.ibuf.as_ref().map_or(0, |b| b.max_pages()),
             doublewrite: i.dwb.as_ref().map(|d| d.stats()).unwrap_or_default(),
-            doublewrite_compressing: i.opts.doublewrite
-                && i.dwb.as_ref().is_some_and(|d| d.compressing()),
+            doublewrite_compressing: if i.opts.doublewrite {
+                i.dwb.as_ref().map_or(0.0, |d| d.compressed_share())
+            } else {
+                0.0
+            },
             txns: i.counters.snapshot(),
             history: i.dur.versions.stats(),
             io: i.storage.io_stats(),

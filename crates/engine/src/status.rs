@@ -74,9 +74,9 @@ pub struct Status {
     pub change_buffer_max_pages: u64,
     /// The doublewrite area's writes (all 0 without one).
     pub doublewrite: crate::dwb::DwbStats,
-    /// Whether the doublewrite copies are being compressed now (`doublewrite_compression`;
-    /// with auto, its last decision).
-    pub doublewrite_compressing: bool,
+    /// The share of the doublewrite copies being compressed now, 0 to 1
+    /// (`doublewrite_compression`: 1 with lz4 or zstd; with auto, its last decision).
+    pub doublewrite_compressing: f64,
     /// Transactions and rows.
     pub txns: DbCounts,
     /// Old row versions kept for read views, purge and the views.
@@ -128,9 +128,9 @@ metrics! {
     doublewrite_copies_compressed: Counter "pages",
         "Page copies the doublewrite area stored compressed (doublewrite_compression).",
         |s| s.doublewrite.copies_compressed;
-    doublewrite_compressing: Gauge "0/1",
-        "1 while the doublewrite copies are compressed (with doublewrite_compression=auto: its last decision).",
-        |s| u8::from(s.doublewrite_compressing);
+    doublewrite_compressing: Gauge "share",
+        "The share of the doublewrite copies being compressed now, 0 to 1 (1 with doublewrite_compression=lz4 or zstd; with auto, its last decision).",
+        |s| s.doublewrite_compressing;
     write_concurrency: Gauge "batches",
         "Page-write batches the cleaners may keep in flight now (at most write_io_threads).",
         |s| s.write_concurrency;

@@ -83,7 +83,7 @@ pub(crate) fn recorded() -> Vec<SampleRow> {
                 change_buffer_cold_drops: Some(t % 3),
                 change_buffer_pages: Some(100 + t / 2),
                 doublewrite_copy_bytes: Some(1_200_000),
-                doublewrite_compressing: Some(u64::from(t > 10)),
+                doublewrite_compressing: Some(if t > 10 { 1.0 } else { 0.0 }),
             },
             cpu_pct: 150.0,
             rss_bytes: 300_000_000,

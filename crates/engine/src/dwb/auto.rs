@@ -1,6 +1,6 @@
-//! auto: `doublewrite_compression = auto`, not the default. The copies are compressed (zstd)
-//! while the device is the limit of page writes and the machine's CPUs have room, and are
-//! written raw otherwise.
+//! auto: `doublewrite_compression = auto`. A share of the copies, moved a step at a time, is
+//! compressed (zstd): it grows while the device is the limit of page writes and the machine's
+//! CPUs have room, and shrinks while the CPUs have none.
 //!
 //! A compressed copy saves device bytes and costs CPU time on the writing thread; which one is
 //! scarce depends on the machine and the load, so two figures decide, each a moving average of
@@ -8,28 +8,34 @@
 //!
 //! - **The device is busy**: the share of wall time with at least one chunk's IO in flight,
 //!   from its copies' write to its in-place fsync, over every segment (`io/busy.rs`'s clock,
-//!   as the pool keeps for pages). Compression starts at 0.85 or more, and does not stop on
-//!   this figure: compressed copies take the device less time, so once they are compressed
-//!   the share falls whether or not the device is still the limit.
+//!   as the pool keeps for pages). The share grows only at 0.85 or more, and does not shrink
+//!   on this figure: compressed copies take the device less time, so as more are compressed
+//!   the busy share falls whether or not the device is still the limit.
 //! - **The CPUs have room**: the share of the whole machine's CPU time that was busy
-//!   (`/proc/stat`). Compression starts under 0.70 and stops over 0.92; the gap is wide
-//!   because compressing raises the share itself. Where `/proc/stat` cannot be read, the
-//!   copies stay raw.
+//!   (`/proc/stat`). The share grows only under 0.70 and shrinks over 0.92; between the two it
+//!   holds, and the gap is wide because compressing raises the CPUs' share itself. Where
+//!   `/proc/stat` cannot be read, the copies stay raw.
 //!
 //! Both must agree: the CPUs alone dip for single seconds while a CPU-bound load waits on
 //! something else, and the device alone cannot say whether the CPU compression takes is
-//! scarce. It is not the default because each change of the decision is a step in the
-//! throughput, which a run's 1-second figures count. The rules tried, and the figures behind
-//! these thresholds, are in docs/measurements.md ("The doublewrite copies compressed when the
-//! device is the limit").
+//! scarce.
+//!
+//! Why a share and not a switch: compressing every copy at once changes the bytes a page write
+//! costs by a third or more, so a switch is a step of 15-40% in the throughput, and a step in
+//! the measured seconds is what a run's 1-second figures count against it. A tenth of the
+//! copies a second ([`STEP`]) moves the throughput by a few percent a second, under the
+//! second-to-second noise of the loads measured, and reaches all of them in ten seconds. The
+//! figures behind these thresholds, and the switch's, are in docs/measurements.md ("The
+//! doublewrite copies compressed when the device is the limit").
 //!
 //! The decision is taken at most once every [`DECIDE_EVERY`], by the writer that finishes a
-//! chunk after it is due. Every encoding is readable whatever this chooses: each copy names
+//! chunk after it is due; each segment's coder compresses that share of the copies it writes,
+//! spread evenly over them. Every encoding is readable whatever this chooses: each copy names
 //! its own.
 
 use crate::io::busy::BusyClock;
 use parking_lot::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// How often the decision is taken again: the window of each figure.
@@ -41,6 +47,8 @@ const CPU_STOP_ABOVE: f64 = 0.92;
 const BUSY_START_AT: f64 = 0.85;
 /// The weight of the newest window in the moving averages.
 const ALPHA: f64 = 0.3;
+/// How far the compressed share moves in one decision, either way.
+pub(super) const STEP: f64 = 0.1;
 
 /// (busy, total) CPU time of the whole machine, in any unit, since any origin.
 pub(super) type CpuClock = fn() -> Option<(u64, u64)>;
@@ -60,7 +68,8 @@ struct State {
 /// The decision and what it rests on, shared by every segment.
 #[derive(Debug)]
 pub(super) struct Auto {
-    on: AtomicBool,
+    /// The share of copies compressed now, 0 to 1 (an `f64`'s bits).
+    share: AtomicU64,
     /// Time with at least one chunk's IO in flight.
     clock: BusyClock,
     state: Mutex<State>,
@@ -73,7 +82,7 @@ fn ewma(old: Option<f64>, x: f64) -> Option<f64> {
 impl Auto {
     pub fn new(cpu: CpuClock, now: Instant) -> Auto {
         Auto {
-            on: AtomicBool::new(false),
+            share: AtomicU64::new(0f64.to_bits()),
             clock: BusyClock::default(),
             state: Mutex::new(State {
                 cpu,
@@ -86,9 +95,9 @@ impl Auto {
         }
     }
 
-    /// Whether the copies are compressed now (the last decision).
-    pub fn on(&self) -> bool {
-        self.on.load(Ordering::Relaxed)
+    /// The share of copies compressed now (the last decision), 0 to 1.
+    pub fn share(&self) -> f64 {
+        f64::from_bits(self.share.load(Ordering::Relaxed))
     }
 
     /// A chunk's IO starts (its copies' write).
@@ -116,24 +125,28 @@ impl Auto {
             }
         }
         s.last_cpu = cpu;
-        let was = self.on();
+        let was = self.share();
         let (device, cpus) = (s.device.unwrap_or(0.0), s.cpus.unwrap_or(1.0));
-        // Once compressing, only the CPUs stop it: the device's busy share falls because the
-        // copies shrank, so it cannot say that compression is no longer needed.
-        let on = if was {
-            cpus <= CPU_STOP_ABOVE
+        // Only the CPUs shrink it: the device's busy share falls because the copies shrank,
+        // so it cannot say that compression is no longer needed.
+        let share = if cpus > CPU_STOP_ABOVE {
+            was - STEP
+        } else if device >= BUSY_START_AT && cpus < CPU_START_BELOW {
+            was + STEP
         } else {
-            device >= BUSY_START_AT && cpus < CPU_START_BELOW
+            was
         };
-        if on != was {
+        // Rounded to the step, so that repeated steps land on 0 and 1 exactly.
+        let share = ((share / STEP).round() * STEP).clamp(0.0, 1.0);
+        if share != was {
             tracing::debug!(
                 device_busy = device,
                 cpus_busy = cpus,
-                "doublewrite copies {}",
-                if on { "compressed" } else { "raw" }
+                share,
+                "doublewrite copies compressed"
             );
         }
-        self.on.store(on, Ordering::Relaxed);
+        self.share.store(share.to_bits(), Ordering::Relaxed);
     }
 }
 
@@ -193,45 +206,79 @@ mod tests {
         }
     }
 
+    /// Runs `secs` seconds one at a time; returns the share after each.
+    fn shares(a: &Auto, t: &mut Instant, secs: u64, busy: f64) -> Vec<f64> {
+        (0..secs)
+            .map(|_| {
+                run(a, t, 1, busy);
+                a.share()
+            })
+            .collect()
+    }
+
     // One test drives the shared fake clock, so the cases run in order in it.
     #[test]
-    fn starts_compressing_when_the_device_is_busy_and_the_cpus_have_room_and_stops_when_they_do_not(
+    fn the_compressed_share_grows_a_step_a_second_while_the_device_is_busy_and_the_cpus_have_room_and_shrinks_when_they_do_not(
     ) {
         let mut t = Instant::now();
         BUSY.store(30, Ordering::SeqCst);
         let a = Auto::new(fake_cpu, t);
-        assert!(!a.on(), "raw until measured");
-        // (the CPUs' busy percent, seconds, the device's busy share, compressing after)
-        let steps = [
-            // the device busy, the CPUs 30%: compressed
-            (30, 8, 0.95, true),
-            // the CPUs busy 95%: raw within a few seconds (the averages move)
-            (95, 12, 0.95, false),
-            // CPUs at 80%, between the thresholds: stays raw ...
-            (80, 10, 0.95, false),
-            // ... and at 50%: compressed again
-            (50, 10, 0.95, true),
-            // between the thresholds once compressing: stays so, whatever the device's busy
-            // share does (it falls because the copies shrank)
-            (80, 10, 0.70, true),
-            (10, 10, 0.30, true),
-            // stopped by the CPUs, then the device busy 80% of the time, under the start: raw
-            (95, 12, 0.80, false),
-            (10, 10, 0.80, false),
-            // a dip of the CPUs does not start it while the device is idle (the main
-            // command's load)
-            (40, 10, 0.05, false),
-        ];
-        for (k, (cpus, secs, device, on)) in steps.into_iter().enumerate() {
+        assert_eq!(a.share(), 0.0, "raw until measured");
+        let mut last = 0.0;
+        // Never more than a step from one second to the next, whatever the figures do.
+        let mut phase = |cpus: u64, secs: u64, device: f64| {
             BUSY.store(cpus, Ordering::SeqCst);
-            run(&a, &mut t, secs, device);
-            assert_eq!(a.on(), on, "step {k}");
-        }
+            let v = shares(&a, &mut t, secs, device);
+            for &x in &v {
+                assert!((x - last).abs() <= STEP + 1e-9, "{last} -> {x} in a second");
+                assert!((0.0..=1.0).contains(&x));
+                last = x;
+            }
+            v
+        };
+
+        // The device busy, the CPUs 30%: a step a second, all copies within 11 seconds.
+        let v = phase(30, 12, 0.95);
+        assert!(v.windows(2).all(|w| w[1] >= w[0]), "{v:?}");
+        assert!(v[2] > 0.0 && v[2] < 0.5, "{v:?}");
+        assert_eq!(*v.last().unwrap(), 1.0, "{v:?}");
+        // The CPUs busy 95%: it holds while their average passes the band, then shrinks to 0.
+        let v = phase(95, 25, 0.95);
+        assert!(v.windows(2).all(|w| w[1] <= w[0]), "{v:?}");
+        assert_eq!(v[0], 1.0, "{v:?}");
+        assert_eq!(*v.last().unwrap(), 0.0, "{v:?}");
+        // CPUs at 80%, between the thresholds: holds at none ...
+        let v = phase(80, 10, 0.95);
+        assert!(v.iter().all(|&x| x == 0.0), "{v:?}");
+        // ... and at 50%: grows, a part of the copies after a few seconds ...
+        let v = phase(50, 4, 0.95);
+        assert!(
+            *v.last().unwrap() > 0.0 && *v.last().unwrap() < 0.7,
+            "{v:?}"
+        );
+        // ... and, once the averages have passed the thresholds (a few seconds), holds there
+        // between them whatever the device's busy share does (it falls because the copies
+        // shrank), or with the CPUs idle and the device not busy.
+        let v = phase(80, 10, 0.70);
+        let held = v[4];
+        assert!(held > 0.0 && held < 1.0, "{v:?}");
+        assert!(v[4..].iter().all(|&x| x == held), "{v:?}");
+        let v = phase(10, 10, 0.30);
+        assert!(v.iter().all(|&x| x == held), "{v:?} from {held}");
+        // Shrunk by the CPUs, then the device busy 80% of the time, under the start: none.
+        let v = phase(95, 20, 0.80);
+        assert_eq!(*v.last().unwrap(), 0.0, "{v:?}");
+        let v = phase(10, 10, 0.80);
+        assert!(v.iter().all(|&x| x == 0.0), "{v:?}");
+        // A dip of the CPUs does not start it while the device is idle (the main command's
+        // load).
+        let v = phase(40, 10, 0.05);
+        assert!(v.iter().all(|&x| x == 0.0), "{v:?}");
 
         // No CPU clock (not Linux): raw.
         let b = Auto::new(no_cpu, t);
         run(&b, &mut t, 8, 0.95);
-        assert!(!b.on());
+        assert_eq!(b.share(), 0.0);
     }
 
     #[test]

@@ -70,8 +70,8 @@ pub enum Compression {
     None,
     Lz4,
     Zstd,
-    /// zstd while the CPU has room and the copies' writes take longer than compressing them
-    /// would save, else raw (`dwb/auto.rs`).
+    /// zstd for a share of the copies that grows while the device is the limit of page writes
+    /// and the CPUs have room, and shrinks while they have none (`dwb/auto.rs`).
     Auto,
 }
 
@@ -91,9 +91,13 @@ impl Compression {
 /// one costs more than compressing a page).
 pub(super) struct Coder {
     kind: Compression,
-    /// With [`Compression::Auto`]: whether this chunk's copies are compressed (set per chunk
-    /// by the writer from `Auto::compress_next`).
-    pub active: bool,
+    /// With [`Compression::Auto`]: the share of copies to compress, 0 to 1 (set per chunk by
+    /// the writer from `Auto::share`).
+    pub share: f64,
+    /// With [`Compression::Auto`]: the share's sum over the copies since the last one
+    /// compressed; a copy is compressed each time it reaches 1, so the compressed ones are
+    /// spread evenly over the copies written.
+    credit: f64,
     /// Copies stored compressed since the writer last reset this.
     pub compressed: usize,
     scratch: Vec<u8>,
@@ -109,7 +113,8 @@ impl Coder {
         };
         Coder {
             kind,
-            active: false,
+            share: 0.0,
+            credit: 0.0,
             compressed: 0,
             scratch: vec![
                 0;
@@ -120,12 +125,25 @@ impl Coder {
         }
     }
 
+    /// With auto: whether the next copy is one of the share compressed.
+    fn take_credit(&mut self) -> bool {
+        self.credit += self.share;
+        if self.credit >= 1.0 {
+            self.credit -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+
     /// The compressed bytes of `image` in the scratch buffer, and their encoding; None when
     /// not compressing or when it failed.
     fn compress(&mut self, image: &[u8]) -> Option<(u8, usize)> {
+        if self.kind == Compression::Auto && !self.take_credit() {
+            return None;
+        }
         match self.kind {
             Compression::None => None,
-            Compression::Auto if !self.active => None,
             Compression::Lz4 => lz4_flex::block::compress_into(image, &mut self.scratch)
                 .ok()
                 .map(|n| (LZ4, n)),
@@ -347,5 +365,52 @@ fn decode(encoding: u8, stored: &[u8], ps: usize) -> Result<Vec<u8>, String> {
             "doublewrite entry of unknown encoding {encoding} or length {}",
             stored.len()
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// auto's coder compresses the share it is given of the copies it writes, spread evenly,
+    /// and every copy decodes to its page whichever way it was stored.
+    #[test]
+    fn auto_compresses_its_share_of_the_copies_spread_evenly() {
+        let ps = 4096;
+        let image = vec![7u8; ps];
+        for (share, pages, want) in [
+            (0.0, 10, 0),
+            (1.0, 10, 10),
+            (0.25, 8, 2),
+            (0.5, 9, 4),
+            (0.75, 8, 6),
+        ] {
+            let mut coder = Coder::new(Compression::Auto, ps);
+            coder.share = share;
+            let mut out = vec![0u8; max_entry(ps)];
+            let mut stored = Vec::new();
+            for k in 0..pages {
+                let before = coder.compressed;
+                encode_entry(PageId(k), &image, &mut out, &mut coder);
+                stored.push(coder.compressed > before);
+                let n = le_u32(&out, 4) as usize;
+                assert_eq!(out[16] == RAW, !stored[k as usize]);
+                let back = decode(out[16], &out[ENTRY_HEADER..ENTRY_HEADER + n], ps);
+                assert_eq!(back.as_deref(), Ok(&image[..]), "share {share}, copy {k}");
+            }
+            assert_eq!(coder.compressed, want, "share {share}: {stored:?}");
+            // Spread: never two compressed in a row at a half or less, never two raw over it.
+            if share > 0.0 && share <= 0.5 {
+                assert!(
+                    !stored.windows(2).any(|w| w[0] && w[1]),
+                    "{share}: {stored:?}"
+                );
+            } else if share > 0.5 {
+                assert!(
+                    !stored.windows(2).any(|w| !w[0] && !w[1]),
+                    "{share}: {stored:?}"
+                );
+            }
+        }
     }
 }

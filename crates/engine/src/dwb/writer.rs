@@ -215,12 +215,13 @@ impl Doublewrite {
         self
     }
 
-    /// Whether copies are being compressed now: always with lz4 or zstd, never with none, and
-    /// with auto as it last decided.
-    pub fn compressing(&self) -> bool {
+    /// The share of copies being compressed now, 0 to 1: all of them with lz4 or zstd, none
+    /// with none, and with auto the share it last decided.
+    pub fn compressed_share(&self) -> f64 {
         match &self.auto {
-            Some(a) => a.on(),
-            None => self.compression != format::Compression::None,
+            Some(a) => a.share(),
+            None if self.compression == format::Compression::None => 0.0,
+            None => 1.0,
         }
     }
 
@@ -344,7 +345,7 @@ impl Doublewrite {
         let mut end = format::FIRST_ENTRY;
         let mut n = 0;
         if let Some(a) = &self.auto {
-            coder.active = a.on();
+            coder.share = a.share();
         }
         coder.compressed = 0;
         for (pid, image) in images.iter().take(self.slots_per_segment()) {
