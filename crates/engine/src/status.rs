@@ -128,6 +128,9 @@ metrics! {
     doublewrite_copies_compressed: Counter "pages",
         "Page copies the doublewrite area stored compressed (doublewrite_compression).",
         |s| s.doublewrite.copies_compressed;
+    doublewrite_copies_trimmed: Counter "pages",
+        "Page copies the doublewrite area stored without their free space (B+tree pages; every doublewrite_compression but none).",
+        |s| s.doublewrite.copies_trimmed;
     doublewrite_compressing: Gauge "share",
         "The share of the doublewrite copies being compressed now, 0 to 1 (1 with doublewrite_compression=lz4 or zstd; with auto, its last decision).",
         |s| s.doublewrite_compressing;

@@ -1,14 +1,17 @@
 //! The slot area's two formats: how a chunk of page images is laid out in the doublewrite file
-//! (version 2, written now) and how both versions are read back.
+//! (version 3, written now; version 2 is the same without trimmed entries) and how every
+//! version is read back.
 //!
 //! Version 1 (read only): slot `i` at `(1 + i) * page_size` holds a raw page image.
 //!
-//! Version 2: segment `k` has `seg_bytes = slots_per_segment * page_size + 4096` bytes at
+//! Versions 2 and 3: segment `k` has `seg_bytes = slots_per_segment * page_size + 4096` bytes at
 //! `page_size + k * seg_bytes`; a chunk is written at its segment's start: a 64-byte chunk header,
 //! then one entry per page, each starting 64-byte aligned, then zeros to the next 4 KiB (O_DIRECT
 //! writes whole blocks). An entry stores its page image compressed when
-//! `doublewrite_compression` asks for it (zstd or LZ4; by default zstd while the CPU has room, `auto.rs`) and that is smaller,
-//! else raw. Written B+tree pages compress to a
+//! `doublewrite_compression` asks for it (zstd or LZ4; zstd for a share of them with auto,
+//! `auto.rs`) and that is smaller, else raw. With every setting but `none` (version 3), a
+//! B+tree page's copy first leaves out the free space between its slot array and its cells:
+//! that costs a copy of the bytes kept, and no CPU beyond it. Written B+tree pages compress to a
 //! half or a third (the free space between the slot array and the cells, repeated key
 //! prefixes), and the copy is half of the bytes a page write costs, so the doublewrite's share
 //! of the device falls by that much. PostgreSQL compresses its torn-page copies (full-page
@@ -31,11 +34,16 @@
 //! | 0 | 4 | page number |
 //! | 4 | 4 | stored length `n` |
 //! | 8 | 8 | the image's LSN |
-//! | 16 | 1 | encoding: 0 raw, 1 LZ4 block, 2 zstd frame |
+//! | 16 | 1 | encoding: 0 raw, 1 LZ4 block, 2 zstd frame; plus 128 when trimmed (version 3) |
 //! | 17 | 7 | zero |
 //! | 24 | 4 | crc32c of bytes `0..24`, then of the `n` stored bytes |
 //! | 28 | 4 | zero (checked) |
 //! | 32 | n | the stored image |
+//!
+//! A trimmed entry's `n` stored bytes start with the left-out range's start and end offsets
+//! (u32 each); the rest is the image without those bytes, encoded as the low bits say. It
+//! decodes to the page with zeros in that range, sealed again (the range's old bytes are no
+//! part of the page's contents, but were part of its checksum).
 //!
 //! Reading needs no geometry: every 4 KiB-aligned offset of the area is tried as a chunk start,
 //! so a file written with another segment count (`write_io_threads`) reads the same. A chunk's
@@ -58,6 +66,14 @@ pub(super) const BLOCK: usize = 4096;
 const RAW: u8 = 0;
 const LZ4: u8 = 1;
 const ZSTD: u8 = 2;
+/// Added to an encoding (version 3): the stored bytes leave out a B+tree page's free space
+/// between its slot array and its cells, and start with where it was (`TRIM_HEADER`).
+const TRIMMED: u8 = 0x80;
+/// The trimmed range's start and end offsets (u32 each) before a trimmed image.
+const TRIM_HEADER: usize = 8;
+/// The least free space worth leaving out: less saves no alignment unit once the trim header
+/// is paid.
+const MIN_TRIM: usize = TRIM_HEADER + ENTRY_ALIGN;
 /// zstd's level: its fastest positive one. On pages written by TPC-C and by the insert
 /// benchmark it kept 0.49 and 0.31 of the bytes, against LZ4's 0.66 and 0.47, at about 30 µs
 /// a 16 KiB page against 14-21 (docs/measurements.md, "The doublewrite copies compressed").
@@ -73,16 +89,20 @@ pub enum Compression {
     /// zstd for a share of the copies that grows while the device is the limit of page writes
     /// and the CPUs have room, and shrinks while they have none (`dwb/auto.rs`).
     Auto,
+    /// No compression: B+tree pages' copies leave out their free space, which costs a copy of
+    /// the bytes kept and nothing more. (Every kind but `None` trims first.)
+    Trim,
 }
 
 impl Compression {
-    /// From the option's index: none, lz4, zstd.
+    /// From the option's index: none, lz4, zstd, auto, trim.
     pub fn from_index(i: usize) -> Compression {
         match i {
             0 => Compression::None,
             1 => Compression::Lz4,
             2 => Compression::Zstd,
-            _ => Compression::Auto,
+            3 => Compression::Auto,
+            _ => Compression::Trim,
         }
     }
 }
@@ -100,6 +120,12 @@ pub(super) struct Coder {
     credit: f64,
     /// Copies stored compressed since the writer last reset this.
     pub compressed: usize,
+    /// Whether copies of B+tree pages leave out their free space (every kind but `none`).
+    trim: bool,
+    /// Copies stored trimmed since the writer last reset this.
+    pub trimmed: usize,
+    /// A trimmed image: the page without its free space.
+    body: Vec<u8>,
     scratch: Vec<u8>,
     zstd: Option<zstd::bulk::Compressor<'static>>,
 }
@@ -116,6 +142,9 @@ impl Coder {
             share: 0.0,
             credit: 0.0,
             compressed: 0,
+            trim: kind != Compression::None,
+            trimmed: 0,
+            body: vec![0; page_size],
             scratch: vec![
                 0;
                 lz4_flex::block::get_maximum_output_size(page_size)
@@ -143,7 +172,7 @@ impl Coder {
             return None;
         }
         match self.kind {
-            Compression::None => None,
+            Compression::None | Compression::Trim => None,
             Compression::Lz4 => lz4_flex::block::compress_into(image, &mut self.scratch)
                 .ok()
                 .map(|n| (LZ4, n)),
@@ -177,18 +206,35 @@ pub(super) const FIRST_ENTRY: usize = CHUNK_HEADER;
 pub(super) fn encode_entry(pid: PageId, image: &[u8], out: &mut [u8], coder: &mut Coder) -> usize {
     let ps = image.len();
     let (head, rest) = out.split_at_mut(ENTRY_HEADER);
+    // The free space left out first (B+tree pages), so compression reads only live bytes.
+    let gap = if coder.trim { free_gap(image) } else { None };
+    let mut body = std::mem::take(&mut coder.body);
+    let (source, skip): (&[u8], usize) = match gap {
+        Some((start, end)) => {
+            let kept = ps - (end - start);
+            body[..start].copy_from_slice(&image[..start]);
+            body[start..kept].copy_from_slice(&image[end..]);
+            rest[0..4].copy_from_slice(&(start as u32).to_le_bytes());
+            rest[4..8].copy_from_slice(&(end as u32).to_le_bytes());
+            (&body[..kept], TRIM_HEADER)
+        }
+        None => (image, 0),
+    };
+    let flag = if gap.is_some() { TRIMMED } else { 0 };
     // Compressed only when that saves at least an alignment unit.
-    let (encoding, n) = match coder.compress(image) {
-        Some((encoding, n)) if n + ENTRY_ALIGN <= ps => {
-            rest[..n].copy_from_slice(&coder.scratch[..n]);
+    let (encoding, n) = match coder.compress(source) {
+        Some((encoding, n)) if n + ENTRY_ALIGN <= source.len() => {
+            rest[skip..skip + n].copy_from_slice(&coder.scratch[..n]);
             coder.compressed += 1;
-            (encoding, n)
+            (encoding | flag, skip + n)
         }
         _ => {
-            rest[..ps].copy_from_slice(image);
-            (RAW, ps)
+            rest[skip..skip + source.len()].copy_from_slice(source);
+            (RAW | flag, skip + source.len())
         }
     };
+    coder.trimmed += usize::from(gap.is_some());
+    coder.body = body;
     head.fill(0);
     head[0..4].copy_from_slice(&pid.0.to_le_bytes());
     head[4..8].copy_from_slice(&(n as u32).to_le_bytes());
@@ -199,6 +245,23 @@ pub(super) fn encode_entry(pid: PageId, image: &[u8], out: &mut [u8], coder: &mu
     let len = (ENTRY_HEADER + n).next_multiple_of(ENTRY_ALIGN);
     out[ENTRY_HEADER + n..len].fill(0);
     len
+}
+
+/// A B+tree page's free space between its slot array and its cells, `[start, end)`, when it
+/// is worth leaving out of its copy; None for every other page and for a header that does
+/// not describe a valid layout (the copy is then stored whole).
+fn free_gap(image: &[u8]) -> Option<(usize, usize)> {
+    let ps = image.len();
+    if !matches!(
+        hdr::page_type(image),
+        Some(page::PageType::Leaf | page::PageType::Internal)
+    ) {
+        return None;
+    }
+    let start = page::node::slot_pos(hdr::nslots(image));
+    let end = hdr::heap_top(image);
+    (start <= end && end <= ps - page::PAGE_TRAILER_SIZE && end - start >= MIN_TRIM)
+        .then_some((start, end))
 }
 
 /// Writes the chunk header for `entries` entries ending at byte `end` of the chunk, and zeroes
@@ -343,6 +406,36 @@ fn read_v2(area: &[u8], base: u64, ps: usize) -> Vec<DwCopy> {
 }
 
 fn decode(encoding: u8, stored: &[u8], ps: usize) -> Result<Vec<u8>, String> {
+    if encoding & TRIMMED == 0 {
+        return decode_bytes(encoding, stored, ps);
+    }
+    let (Some(start), Some(end)) = (le_u32_at(stored, 0), le_u32_at(stored, 4)) else {
+        return Err("trimmed doublewrite entry shorter than its header".to_string());
+    };
+    let (start, end) = (start as usize, end as usize);
+    if !(page::PAGE_HEADER_SIZE <= start && start <= end && end <= ps - page::PAGE_TRAILER_SIZE) {
+        return Err(format!(
+            "trimmed doublewrite entry leaves out bytes {start}..{end} of a {ps}-byte page"
+        ));
+    }
+    let kept = ps - (end - start);
+    let body = decode_bytes(encoding & !TRIMMED, &stored[TRIM_HEADER..], kept)?;
+    let mut image = vec![0u8; ps];
+    image[..start].copy_from_slice(&body[..start]);
+    image[end..].copy_from_slice(&body[start..]);
+    // The free space was not kept, so the page is sealed again over the zeros put there: its
+    // other bytes are what was written (the entry's checksum covered them).
+    page::seal(&mut image);
+    Ok(image)
+}
+
+fn le_u32_at(b: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?))
+}
+
+/// Decodes `stored` to `len` bytes.
+fn decode_bytes(encoding: u8, stored: &[u8], len: usize) -> Result<Vec<u8>, String> {
+    let ps = len;
     match encoding {
         RAW if stored.len() == ps => Ok(stored.to_vec()),
         LZ4 => {
@@ -371,6 +464,102 @@ fn decode(encoding: u8, stored: &[u8], ps: usize) -> Result<Vec<u8>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A leaf of `n` cells whose free space holds old bytes (as a page's free space does after
+    /// deletes and compactions), sealed.
+    fn leaf(ps: usize, n: usize) -> Vec<u8> {
+        let mut b = vec![0u8; ps];
+        page::init(&mut b, PageId(9), page::PageType::Leaf, 3);
+        for i in 0..n {
+            let k = format!("key{i:05}");
+            assert!(page::node::insert_leaf_inline(
+                &mut b,
+                i,
+                k.as_bytes(),
+                &[i as u8; 40]
+            ));
+        }
+        let (start, end) = free_gap(&b).expect("room left");
+        for (j, x) in b[start..end].iter_mut().enumerate() {
+            *x = (j * 7 + 1) as u8;
+        }
+        hdr::set_lsn(&mut b, Lsn(77));
+        page::seal(&mut b);
+        b
+    }
+
+    /// Every kind but none leaves a B+tree page's free space out of its copy, and the copy
+    /// decodes to a page that verifies with the same header, slots and cells, and zeros where
+    /// the free space was.
+    #[test]
+    fn trimmed_copies_decode_to_the_page_without_its_free_space() {
+        let ps = 4096;
+        let image = leaf(ps, 20);
+        let (start, end) = free_gap(&image).unwrap();
+        assert!(end - start > ps / 2, "{start}..{end}");
+        let mut want = image.clone();
+        want[start..end].fill(0);
+        page::seal(&mut want);
+        for kind in [
+            Compression::None,
+            Compression::Trim,
+            Compression::Lz4,
+            Compression::Zstd,
+        ] {
+            let mut coder = Coder::new(kind, ps);
+            let mut out = vec![0u8; max_entry(ps)];
+            let len = encode_entry(PageId(9), &image, &mut out, &mut coder);
+            let n = le_u32(&out, 4) as usize;
+            let back = decode(out[16], &out[ENTRY_HEADER..ENTRY_HEADER + n], ps).unwrap();
+            page::verify(&back, PageId(9)).unwrap();
+            if kind == Compression::None {
+                assert_eq!((out[16], coder.trimmed, len), (RAW, 0, max_entry(ps)));
+                assert_eq!(back, image);
+            } else {
+                assert_eq!(coder.trimmed, 1, "{kind:?}");
+                assert_ne!(out[16] & TRIMMED, 0, "{kind:?}");
+                assert!(n <= TRIM_HEADER + ps - (end - start), "{kind:?}: {n}");
+                assert_eq!(back, want, "{kind:?}");
+            }
+        }
+        // Not a B+tree page, or too little free space: stored whole.
+        let mut coder = Coder::new(Compression::Trim, ps);
+        let mut out = vec![0u8; max_entry(ps)];
+        let mut overflow = vec![0u8; ps];
+        page::init(&mut overflow, PageId(4), page::PageType::Overflow, 1);
+        page::seal(&mut overflow);
+        encode_entry(PageId(4), &overflow, &mut out, &mut coder);
+        assert_eq!((out[16], coder.trimmed), (RAW, 0));
+        let mut full = vec![0u8; ps];
+        page::init(&mut full, PageId(9), page::PageType::Leaf, 3);
+        let mut i = 0;
+        while page::node::insert_leaf_inline(
+            &mut full,
+            i,
+            format!("key{i:05}").as_bytes(),
+            &[1; 40],
+        ) {
+            i += 1;
+        }
+        page::seal(&mut full);
+        assert_eq!(free_gap(&full), None, "{i} cells");
+        encode_entry(PageId(9), &full, &mut out, &mut coder);
+        assert_eq!((out[16], coder.trimmed), (RAW, 0));
+    }
+
+    /// A trimmed entry whose range does not fit the page is refused, not decoded.
+    #[test]
+    fn a_trimmed_entry_with_a_range_outside_the_page_is_refused() {
+        let ps = 4096;
+        for (start, end) in [(10u32, 100u32), (200, 100), (200, 4095), (200, 9000)] {
+            let mut stored = vec![0u8; 64];
+            stored[0..4].copy_from_slice(&start.to_le_bytes());
+            stored[4..8].copy_from_slice(&end.to_le_bytes());
+            let e = decode(RAW | TRIMMED, &stored, ps).unwrap_err();
+            assert!(e.contains("leaves out bytes"), "{e}");
+        }
+        assert!(decode(RAW | TRIMMED, &[1, 2, 3], ps).is_err());
+    }
 
     /// auto's coder compresses the share it is given of the copies it writes, spread evenly,
     /// and every copy decodes to its page whichever way it was stored.

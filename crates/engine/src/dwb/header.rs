@@ -5,13 +5,14 @@
 //! never a panic) and refuses a header whose page size or slot count differs from the
 //! configuration, because slots written under another page size would be misread. A header of
 //! another slot count is valid geometry (`check_page_size`): the writer rewrites it. Layout
-//! constants are frozen once published. Version 2 (compressed entries, `format.rs`) is written;
-//! a version 1 file (raw slots) is read, recovered from, and rewritten as version 2 before its
-//! first write.
+//! constants are frozen once published. Version 3 (entries compressed or trimmed, `format.rs`)
+//! is written; a version 1 file (raw slots) or 2 (entries compressed, never trimmed) is read,
+//! recovered from, and rewritten as version 3 before its first write. A build that reads only
+//! versions 1 and 2 refuses a version 3 file by its version.
 
-pub(super) const FORMAT_VERSION: u32 = 2;
+pub(super) const FORMAT_VERSION: u32 = 3;
 /// The versions this build reads.
-const READ_VERSIONS: [u32; 2] = [1, 2];
+const READ_VERSIONS: [u32; 3] = [1, 2, 3];
 const MAGIC: &[u8; 4] = b"EKDW";
 const CHECKSUM_SIZE: usize = 4;
 
@@ -57,8 +58,9 @@ pub(super) fn is_damage(raw: &[u8]) -> bool {
 /// Checks a header block read back (`raw` is the whole block as the file holds it): valid, of
 /// this build's version, and of this geometry; the error is a reason fit for a user.
 pub(super) fn check(raw: &[u8], page_size: usize, slots: usize) -> Result<(), String> {
-    if check_page_size(raw, page_size)? != FORMAT_VERSION {
-        return Err("written in doublewrite format version 1".into());
+    let version = check_page_size(raw, page_size)?;
+    if version != FORMAT_VERSION {
+        return Err(format!("written in doublewrite format version {version}"));
     }
     let found_slots = le_u32(raw, 12).unwrap_or(0);
     if found_slots as usize != slots {
@@ -80,7 +82,7 @@ pub(super) fn check_page_size(raw: &[u8], page_size: usize) -> Result<u32, Strin
     let version = le_u32(raw, 4).unwrap_or(0);
     if !READ_VERSIONS.contains(&version) {
         return Err(format!(
-            "doublewrite format version {version}; this build reads versions 1 and \
+            "doublewrite format version {version}; this build reads versions 1 to \
              {FORMAT_VERSION}"
         ));
     }

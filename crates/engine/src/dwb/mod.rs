@@ -1,5 +1,5 @@
-//! dwb: the doublewrite area. A batch of page images is first written (compressed when
-//! `doublewrite_compression` says so) to a fixed area of a separate file and fsynced, and only then written in place in the data file and
+//! dwb: the doublewrite area. A batch of page images is first written (trimmed or compressed
+//! as `doublewrite_compression` says) to a fixed area of a separate file and fsynced, and only then written in place in the data file and
 //! fsynced, so a page whose in-place write is torn by a crash can be restored from an intact
 //! copy before redo runs (redo applies changes to whole pages; it cannot rebuild half of one).
 //!
@@ -48,14 +48,15 @@
 //! # File (`evenkeel.dblwr`; integers little-endian)
 //!
 //! Block 0 is a header of `page_size` bytes (so the area stays aligned for O_DIRECT); the slot
-//! area follows: in version 2 (written now) one region per segment holding its last chunk of
-//! compressed page copies, in version 1 (read, then rewritten) one raw page image per slot. The
-//! layouts are in `format.rs`.
+//! area follows: in versions 3 (written now) and 2 (read, then rewritten) one region per
+//! segment holding its last chunk of page copies, each raw, trimmed (version 3) or compressed;
+//! in version 1 (read, then rewritten) one raw page image per slot. The layouts are in
+//! `format.rs`.
 //!
 //! | offset | size | field |
 //! | --- | --- | --- |
 //! | 0 | 4 | magic `EKDW` |
-//! | 4 | 4 | format version (2; 1 is read) |
+//! | 4 | 4 | format version (3; 1 and 2 are read) |
 //! | 8 | 4 | page_size |
 //! | 12 | 4 | slots |
 //! | 16 | ps-20 | zero |

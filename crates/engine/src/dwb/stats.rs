@@ -20,9 +20,12 @@ pub struct DwbStats {
     /// Of `bytes_written`, those written to the doublewrite file (compressed copies, their
     /// headers and each chunk's padding to a 4 KiB block).
     pub copy_bytes: u64,
-    /// Page copies stored compressed (`doublewrite_compression`; with auto, while it
-    /// compresses; a page that does not compress by at least 64 bytes is stored raw).
+    /// Page copies stored compressed (`doublewrite_compression`; with auto, the share it
+    /// chose; a page that does not compress by at least 64 bytes is stored raw).
     pub copies_compressed: u64,
+    /// Page copies stored without their free space (B+tree pages, with every
+    /// `doublewrite_compression` but none; counted whether or not they were also compressed).
+    pub copies_trimmed: u64,
     /// In-place write calls (one per run of consecutive page numbers in a chunk).
     pub data_writes: u64,
     /// fsyncs issued by `write_batch` and `recover`, on either file.
@@ -38,6 +41,7 @@ pub(super) struct Counters {
     pub bytes_written: AtomicU64,
     pub copy_bytes: AtomicU64,
     pub copies_compressed: AtomicU64,
+    pub copies_trimmed: AtomicU64,
     pub data_writes: AtomicU64,
     pub fsyncs: AtomicU64,
     pub pages_repaired: AtomicU64,
@@ -56,6 +60,7 @@ impl Counters {
             bytes_written: g(&self.bytes_written),
             copy_bytes: g(&self.copy_bytes),
             copies_compressed: g(&self.copies_compressed),
+            copies_trimmed: g(&self.copies_trimmed),
             data_writes: g(&self.data_writes),
             fsyncs: g(&self.fsyncs),
             pages_repaired: g(&self.pages_repaired),

@@ -49,7 +49,7 @@ pub struct Doublewrite {
     /// which reads the area in the format it was written in; rewriting first would leave a
     /// crash in between with a header that misdescribes the area.
     header_pending: Mutex<bool>,
-    /// With `doublewrite_compression = auto`: whether each chunk is compressed (`auto.rs`).
+    /// With `doublewrite_compression = auto`: the share of copies compressed (`auto.rs`).
     auto: Option<super::auto::Auto>,
     /// How copies are stored (`with_compression`).
     compression: format::Compression,
@@ -216,12 +216,12 @@ impl Doublewrite {
     }
 
     /// The share of copies being compressed now, 0 to 1: all of them with lz4 or zstd, none
-    /// with none, and with auto the share it last decided.
+    /// with none or trim, and with auto the share it last decided.
     pub fn compressed_share(&self) -> f64 {
-        match &self.auto {
-            Some(a) => a.share(),
-            None if self.compression == format::Compression::None => 0.0,
-            None => 1.0,
+        match (&self.auto, self.compression) {
+            (Some(a), _) => a.share(),
+            (None, format::Compression::None | format::Compression::Trim) => 0.0,
+            (None, _) => 1.0,
         }
     }
 
@@ -348,6 +348,7 @@ impl Doublewrite {
             coder.share = a.share();
         }
         coder.compressed = 0;
+        coder.trimmed = 0;
         for (pid, image) in images.iter().take(self.slots_per_segment()) {
             if end + format::max_entry(ps) > room {
                 break;
@@ -394,6 +395,7 @@ impl Doublewrite {
         Counters::add(&self.counters.bytes_written, (len + n * ps) as u64);
         Counters::add(&self.counters.copy_bytes, len as u64);
         Counters::add(&self.counters.copies_compressed, coder.compressed as u64);
+        Counters::add(&self.counters.copies_trimmed, coder.trimmed as u64);
         Ok(n)
     }
 }
