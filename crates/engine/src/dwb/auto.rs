@@ -251,21 +251,18 @@ mod tests {
         let v = phase(30, 12, 0.95);
         assert!(v.windows(2).all(|w| w[1] >= w[0]), "{v:?}");
         assert!(v[2] > 0.0 && v[2] < 0.5, "{v:?}");
-        assert_eq!(*v.last().unwrap(), 1.0, "{v:?}");
+        assert_eq!(v[v.len() - 1], 1.0, "{v:?}");
         // The CPUs busy 95%: it holds while their average passes the band, then shrinks to 0.
         let v = phase(95, 25, 0.95);
         assert!(v.windows(2).all(|w| w[1] <= w[0]), "{v:?}");
         assert_eq!(v[0], 1.0, "{v:?}");
-        assert_eq!(*v.last().unwrap(), 0.0, "{v:?}");
+        assert_eq!(v[v.len() - 1], 0.0, "{v:?}");
         // CPUs at 86%, between the thresholds: holds at none ...
         let v = phase(86, 10, 0.95);
         assert!(v.iter().all(|&x| x == 0.0), "{v:?}");
         // ... and at 50%: grows, a part of the copies after a few seconds ...
         let v = phase(50, 4, 0.95);
-        assert!(
-            *v.last().unwrap() > 0.0 && *v.last().unwrap() < 0.7,
-            "{v:?}"
-        );
+        assert!(v[v.len() - 1] > 0.0 && v[v.len() - 1] < 0.7, "{v:?}");
         // ... and, once the CPUs' average has passed its threshold (a few seconds), holds there
         // while they are between the thresholds, whatever the device's busy share does ...
         let v = phase(86, 10, 0.70);
@@ -276,10 +273,10 @@ mod tests {
         // low (it falls because the copies shrank).
         let v = phase(10, 12, 0.30);
         assert!(v.windows(2).all(|w| w[1] >= w[0]), "{v:?}");
-        assert_eq!(*v.last().unwrap(), 1.0, "{v:?}");
+        assert_eq!(v[v.len() - 1], 1.0, "{v:?}");
         // Shrunk by the CPUs, then the device busy 80% of the time, under the start: none.
         let v = phase(95, 20, 0.80);
-        assert_eq!(*v.last().unwrap(), 0.0, "{v:?}");
+        assert_eq!(v[v.len() - 1], 0.0, "{v:?}");
         let v = phase(10, 10, 0.80);
         assert!(v.iter().all(|&x| x == 0.0), "{v:?}");
         // A dip of the CPUs does not start it while the device is idle (the main command's

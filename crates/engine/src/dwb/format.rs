@@ -495,7 +495,7 @@ mod tests {
     fn trimmed_copies_decode_to_the_page_without_its_free_space() {
         let ps = 4096;
         let image = leaf(ps, 20);
-        let (start, end) = free_gap(&image).unwrap();
+        let (start, end) = free_gap(&image).expect("room left");
         assert!(end - start > ps / 2, "{start}..{end}");
         let mut want = image.clone();
         want[start..end].fill(0);
@@ -510,8 +510,9 @@ mod tests {
             let mut out = vec![0u8; max_entry(ps)];
             let len = encode_entry(PageId(9), &image, &mut out, &mut coder);
             let n = le_u32(&out, 4) as usize;
-            let back = decode(out[16], &out[ENTRY_HEADER..ENTRY_HEADER + n], ps).unwrap();
-            page::verify(&back, PageId(9)).unwrap();
+            let back = decode(out[16], &out[ENTRY_HEADER..ENTRY_HEADER + n], ps)
+                .unwrap_or_else(|e| panic!("{kind:?}: {e}"));
+            page::verify(&back, PageId(9)).unwrap_or_else(|f| panic!("{kind:?}: {f}"));
             if kind == Compression::None {
                 assert_eq!((out[16], coder.trimmed, len), (RAW, 0, max_entry(ps)));
                 assert_eq!(back, image);
@@ -555,7 +556,7 @@ mod tests {
             let mut stored = vec![0u8; 64];
             stored[0..4].copy_from_slice(&start.to_le_bytes());
             stored[4..8].copy_from_slice(&end.to_le_bytes());
-            let e = decode(RAW | TRIMMED, &stored, ps).unwrap_err();
+            let e = decode(RAW | TRIMMED, &stored, ps).expect_err("refused");
             assert!(e.contains("leaves out bytes"), "{e}");
         }
         assert!(decode(RAW | TRIMMED, &[1, 2, 3], ps).is_err());
