@@ -51,7 +51,7 @@ const BUSY_START_AT: f64 = 0.85;
 /// The weight of the newest window in the moving averages.
 const ALPHA: f64 = 0.3;
 /// How far the compressed share moves in one decision, either way.
-pub(super) const STEP: f64 = 0.1;
+const STEP: f64 = 0.1;
 
 /// (busy, total) CPU time of the whole machine, in any unit, since any origin.
 pub(super) type CpuClock = fn() -> Option<(u64, u64)>;

@@ -409,10 +409,10 @@ fn decode(encoding: u8, stored: &[u8], ps: usize) -> Result<Vec<u8>, String> {
     if encoding & TRIMMED == 0 {
         return decode_bytes(encoding, stored, ps);
     }
-    let (Some(start), Some(end)) = (le_u32_at(stored, 0), le_u32_at(stored, 4)) else {
+    if stored.len() < TRIM_HEADER {
         return Err("trimmed doublewrite entry shorter than its header".to_string());
-    };
-    let (start, end) = (start as usize, end as usize);
+    }
+    let (start, end) = (le_u32(stored, 0) as usize, le_u32(stored, 4) as usize);
     if !(page::PAGE_HEADER_SIZE <= start && start <= end && end <= ps - page::PAGE_TRAILER_SIZE) {
         return Err(format!(
             "trimmed doublewrite entry leaves out bytes {start}..{end} of a {ps}-byte page"
@@ -429,28 +429,23 @@ fn decode(encoding: u8, stored: &[u8], ps: usize) -> Result<Vec<u8>, String> {
     Ok(image)
 }
 
-fn le_u32_at(b: &[u8], at: usize) -> Option<u32> {
-    Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?))
-}
-
 /// Decodes `stored` to `len` bytes.
 fn decode_bytes(encoding: u8, stored: &[u8], len: usize) -> Result<Vec<u8>, String> {
-    let ps = len;
     match encoding {
-        RAW if stored.len() == ps => Ok(stored.to_vec()),
+        RAW if stored.len() == len => Ok(stored.to_vec()),
         LZ4 => {
-            let mut out = vec![0u8; ps];
+            let mut out = vec![0u8; len];
             match lz4_flex::block::decompress_into(stored, &mut out) {
-                Ok(n) if n == ps => Ok(out),
-                Ok(n) => Err(format!("doublewrite entry decodes to {n} bytes, not {ps}")),
+                Ok(n) if n == len => Ok(out),
+                Ok(n) => Err(format!("doublewrite entry decodes to {n} bytes, not {len}")),
                 Err(e) => Err(format!("doublewrite entry does not decode: {e}")),
             }
         }
         ZSTD => {
-            let mut out = vec![0u8; ps];
+            let mut out = vec![0u8; len];
             match zstd::bulk::decompress_to_buffer(stored, &mut out[..]) {
-                Ok(n) if n == ps => Ok(out),
-                Ok(n) => Err(format!("doublewrite entry decodes to {n} bytes, not {ps}")),
+                Ok(n) if n == len => Ok(out),
+                Ok(n) => Err(format!("doublewrite entry decodes to {n} bytes, not {len}")),
                 Err(e) => Err(format!("doublewrite entry does not decode: {e}")),
             }
         }
@@ -462,14 +457,19 @@ fn decode_bytes(encoding: u8, stored: &[u8], len: usize) -> Result<Vec<u8>, Stri
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    /// A leaf of `n` cells whose free space holds old bytes (as a page's free space does after
-    /// deletes and compactions), sealed.
-    fn leaf(ps: usize, n: usize) -> Vec<u8> {
+    /// Leaf `pid` of `n` cells at `lsn` whose free space holds old bytes (as a page's free
+    /// space does after deletes and compactions), sealed.
+    pub(in crate::dwb) fn leaf_with_old_free_space(
+        ps: usize,
+        pid: u32,
+        n: usize,
+        lsn: u64,
+    ) -> Vec<u8> {
         let mut b = vec![0u8; ps];
-        page::init(&mut b, PageId(9), page::PageType::Leaf, 3);
+        page::init(&mut b, PageId(pid), page::PageType::Leaf, 3);
         for i in 0..n {
             let k = format!("key{i:05}");
             assert!(page::node::insert_leaf_inline(
@@ -483,9 +483,13 @@ mod tests {
         for (j, x) in b[start..end].iter_mut().enumerate() {
             *x = (j * 7 + 1) as u8;
         }
-        hdr::set_lsn(&mut b, Lsn(77));
+        hdr::set_lsn(&mut b, Lsn(lsn));
         page::seal(&mut b);
         b
+    }
+
+    fn leaf(ps: usize, n: usize) -> Vec<u8> {
+        leaf_with_old_free_space(ps, 9, n, 77)
     }
 
     /// Every kind but none leaves a B+tree page's free space out of its copy, and the copy

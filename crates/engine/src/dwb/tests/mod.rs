@@ -321,22 +321,7 @@ fn every_compression_repairs_a_torn_page() {
 #[test]
 fn a_torn_leaf_is_repaired_from_its_trimmed_copy() {
     let leaf = |p: u32, cells: usize, lsn: u64| {
-        let mut b = vec![0u8; PS];
-        page::init(&mut b, PageId(p), PageType::Leaf, 1);
-        for i in 0..cells {
-            let k = format!("k{p}-{i:04}");
-            assert!(page::node::insert_leaf_inline(
-                &mut b,
-                i,
-                k.as_bytes(),
-                &[p as u8; 30]
-            ));
-        }
-        let gap = page::node::slot_pos(cells)..hdr::heap_top(&b);
-        b[gap].fill(0xA5);
-        hdr::set_lsn(&mut b, Lsn(lsn));
-        page::seal(&mut b);
-        b
+        super::format::tests::leaf_with_old_free_space(PS, p, cells, lsn)
     };
     let sim = SimStorage::new();
     let dwb = Doublewrite::open(&sim, PS, 8)
