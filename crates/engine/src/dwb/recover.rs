@@ -130,13 +130,21 @@ impl Doublewrite {
         // torn in-place write and its only other copy are both lost. (A slot torn by a crash
         // during the doublewrite write never has a damaged data copy: D1.) The page number is
         // the one the damaged slot claims; one outside the file is not a page.
+        // An all-zero page is not damaged: it was allocated and never written, and the slot
+        // is its first write, torn before its in-place write could begin (D1). Its zeros are
+        // its durable state, which redo builds on from the page's creation, as for a page
+        // with no copy at all.
         for (at, page_no, slot_fault) in corrupt {
             let offset = u64::from(page_no) * ps as u64;
             if newest.contains_key(&page_no) || offset + ps as u64 > data_len {
                 continue;
             }
             data.read_at(&mut in_place, offset)?;
-            if let Err(fault) = page::verify(&in_place, PageId(page_no)) {
+            let fault = match page::verify(&in_place, PageId(page_no)) {
+                Ok(()) | Err(page::PageFault::AllZero) => None,
+                Err(fault) => Some(fault),
+            };
+            if let Some(fault) = fault {
                 report.pages_unrepairable.push((
                     page_no,
                     format!(

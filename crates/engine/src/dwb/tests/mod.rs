@@ -630,6 +630,44 @@ fn corrupt_slot_is_counted_and_not_used() {
     );
 }
 
+/// D1: a page allocated but never written (all zeros in place) whose only copy is corrupt is a
+/// page whose first write was cut short in the doublewrite, before its in-place write could
+/// begin. Its zeros are its durable state and redo builds it; recovery must not refuse it.
+#[test]
+fn never_written_page_with_a_torn_copy_is_not_unrepairable() {
+    let sim = SimStorage::new();
+    let dwb = Doublewrite::open(&sim, PS, 8).unwrap();
+    let data = data_file(&sim, 4);
+    data.write_at(&vec![0u8; 4 * PS], 4 * PS as u64).unwrap(); // pages 4..8: allocated, zeros
+    data.sync().unwrap();
+    write(&dwb, &*data, &[(2, 5), (6, 5)]).unwrap();
+    data.write_at(&vec![0u8; PS], 6 * PS as u64).unwrap(); // as if its in-place write never ran
+    data.sync().unwrap();
+    let f = sim
+        .open(DWB_FILE_NAME, FileKind::Doublewrite, false)
+        .unwrap();
+    let [(at, Some(5))] = copies_of(&sim, 6)[..] else {
+        panic!("one copy of page 6")
+    };
+    f.write_at(&[0x55; 16], at + 40).unwrap(); // torn inside page 6's copy
+    f.sync().unwrap();
+    sim.crash();
+    let (dwb, data) = reopen(&sim, 8);
+    let r = dwb.recover(&*data).unwrap();
+    assert_eq!((r.slots_valid, r.slots_corrupt), (1, 1));
+    assert!(r.pages_unrepairable.is_empty(), "{r:?}");
+    assert!(r.pages_repaired.is_empty(), "{r:?}");
+    assert_eq!(durable_page(&sim, 6), vec![0u8; PS], "the zeros stay");
+    // a page damaged in place (not all zeros) with a corrupt copy is still refused
+    data.write_at(&[0x66; 16], 6 * PS as u64 + 900).unwrap();
+    data.sync().unwrap();
+    sim.crash();
+    let (dwb, data) = reopen(&sim, 8);
+    let r = dwb.recover(&*data).unwrap();
+    assert_eq!(r.pages_unrepairable.len(), 1, "{r:?}");
+    assert_eq!(r.pages_unrepairable[0].0, 6);
+}
+
 /// D3, D5: a damaged data page whose only slot copy is stale (older than the LSN the damaged
 /// page still carries) is not "repaired" with that copy, which would silently undo the changes
 /// between the two versions; it is reported as unrepairable. A corrupt slot over a damaged
