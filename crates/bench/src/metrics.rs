@@ -319,6 +319,9 @@ engine_metrics! {
     /// Bytes written to the doublewrite file (the page copies, compressed or raw, with their
     /// headers and padding).
     doublewrite_copy_bytes => doublewrite_copy_bytes: count "bytes" from "doublewrite_copy_bytes";
+    /// evenkeel's doublewrite copies that left out a B+tree page's free space
+    /// (doublewrite_compression trim, and lz4, zstd and auto, which trim first).
+    doublewrite_copies_trimmed => doublewrite_copies_trimmed: count "pages" from "doublewrite_copies_trimmed";
     /// The share of evenkeel's doublewrite copies being compressed, 0 to 1
     /// (doublewrite_compression; with auto, its decision at the end of the second).
     doublewrite_compressing => doublewrite_compressing: gauge(f64) "share" from "doublewrite_compressing";

@@ -83,6 +83,7 @@ pub(crate) fn recorded() -> Vec<SampleRow> {
                 change_buffer_cold_drops: Some(t % 3),
                 change_buffer_pages: Some(100 + t / 2),
                 doublewrite_copy_bytes: Some(1_200_000),
+                doublewrite_copies_trimmed: Some(50),
                 doublewrite_compressing: Some(if t > 10 { 1.0 } else { 0.0 }),
             },
             cpu_pct: 150.0,

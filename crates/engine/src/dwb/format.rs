@@ -165,12 +165,18 @@ impl Coder {
         }
     }
 
+    /// Whether the next copy is to be compressed (with auto, this takes its credit).
+    fn compresses_next(&mut self) -> bool {
+        match self.kind {
+            Compression::None | Compression::Trim => false,
+            Compression::Lz4 | Compression::Zstd => true,
+            Compression::Auto => self.take_credit(),
+        }
+    }
+
     /// The compressed bytes of `image` in the scratch buffer, and their encoding; None when
     /// not compressing or when it failed.
     fn compress(&mut self, image: &[u8]) -> Option<(u8, usize)> {
-        if self.kind == Compression::Auto && !self.take_credit() {
-            return None;
-        }
         match self.kind {
             Compression::None | Compression::Trim => None,
             Compression::Lz4 => lz4_flex::block::compress_into(image, &mut self.scratch)
@@ -208,33 +214,53 @@ pub(super) fn encode_entry(pid: PageId, image: &[u8], out: &mut [u8], coder: &mu
     let (head, rest) = out.split_at_mut(ENTRY_HEADER);
     // The free space left out first (B+tree pages), so compression reads only live bytes.
     let gap = if coder.trim { free_gap(image) } else { None };
-    let mut body = std::mem::take(&mut coder.body);
-    let (source, skip): (&[u8], usize) = match gap {
-        Some((start, end)) => {
-            let kept = ps - (end - start);
-            body[..start].copy_from_slice(&image[..start]);
-            body[start..kept].copy_from_slice(&image[end..]);
-            rest[0..4].copy_from_slice(&(start as u32).to_le_bytes());
-            rest[4..8].copy_from_slice(&(end as u32).to_le_bytes());
-            (&body[..kept], TRIM_HEADER)
-        }
-        None => (image, 0),
-    };
     let flag = if gap.is_some() { TRIMMED } else { 0 };
-    // Compressed only when that saves at least an alignment unit.
-    let (encoding, n) = match coder.compress(source) {
-        Some((encoding, n)) if n + ENTRY_ALIGN <= source.len() => {
-            rest[skip..skip + n].copy_from_slice(&coder.scratch[..n]);
-            coder.compressed += 1;
-            (encoding | flag, skip + n)
-        }
-        _ => {
-            rest[skip..skip + source.len()].copy_from_slice(source);
-            (RAW | flag, skip + source.len())
+    let (encoding, n) = if coder.compresses_next() {
+        let mut body = std::mem::take(&mut coder.body);
+        let (source, skip): (&[u8], usize) = match gap {
+            Some((start, end)) => {
+                let kept = ps - (end - start);
+                body[..start].copy_from_slice(&image[..start]);
+                body[start..kept].copy_from_slice(&image[end..]);
+                rest[0..4].copy_from_slice(&(start as u32).to_le_bytes());
+                rest[4..8].copy_from_slice(&(end as u32).to_le_bytes());
+                (&body[..kept], TRIM_HEADER)
+            }
+            None => (image, 0),
+        };
+        // Compressed only when that saves at least an alignment unit.
+        let stored = match coder.compress(source) {
+            Some((encoding, n)) if n + ENTRY_ALIGN <= source.len() => {
+                rest[skip..skip + n].copy_from_slice(&coder.scratch[..n]);
+                coder.compressed += 1;
+                (encoding | flag, skip + n)
+            }
+            _ => {
+                rest[skip..skip + source.len()].copy_from_slice(source);
+                (RAW | flag, skip + source.len())
+            }
+        };
+        coder.body = body;
+        stored
+    } else {
+        // Stored as it is: the kept bytes go straight to the entry, copied once.
+        match gap {
+            Some((start, end)) => {
+                let kept = ps - (end - start);
+                rest[0..4].copy_from_slice(&(start as u32).to_le_bytes());
+                rest[4..8].copy_from_slice(&(end as u32).to_le_bytes());
+                let body = &mut rest[TRIM_HEADER..TRIM_HEADER + kept];
+                body[..start].copy_from_slice(&image[..start]);
+                body[start..].copy_from_slice(&image[end..]);
+                (RAW | TRIMMED, TRIM_HEADER + kept)
+            }
+            None => {
+                rest[..ps].copy_from_slice(image);
+                (RAW, ps)
+            }
         }
     };
     coder.trimmed += usize::from(gap.is_some());
-    coder.body = body;
     head.fill(0);
     head[0..4].copy_from_slice(&pid.0.to_le_bytes());
     head[4..8].copy_from_slice(&(n as u32).to_le_bytes());
