@@ -214,51 +214,45 @@ pub(super) fn encode_entry(pid: PageId, image: &[u8], out: &mut [u8], coder: &mu
     let (head, rest) = out.split_at_mut(ENTRY_HEADER);
     // The free space left out first (B+tree pages), so compression reads only live bytes.
     let gap = if coder.trim { free_gap(image) } else { None };
-    let flag = if gap.is_some() { TRIMMED } else { 0 };
+    let (flag, skip, kept) = match gap {
+        Some((start, end)) => {
+            rest[0..4].copy_from_slice(&(start as u32).to_le_bytes());
+            rest[4..8].copy_from_slice(&(end as u32).to_le_bytes());
+            (TRIMMED, TRIM_HEADER, ps - (end - start))
+        }
+        None => (0, 0, ps),
+    };
     let (encoding, n) = if coder.compresses_next() {
         let mut body = std::mem::take(&mut coder.body);
-        let (source, skip): (&[u8], usize) = match gap {
-            Some((start, end)) => {
-                let kept = ps - (end - start);
-                body[..start].copy_from_slice(&image[..start]);
-                body[start..kept].copy_from_slice(&image[end..]);
-                rest[0..4].copy_from_slice(&(start as u32).to_le_bytes());
-                rest[4..8].copy_from_slice(&(end as u32).to_le_bytes());
-                (&body[..kept], TRIM_HEADER)
+        let source = match gap {
+            Some(gap) => {
+                copy_kept(image, gap, &mut body[..kept]);
+                &body[..kept]
             }
-            None => (image, 0),
+            None => image,
         };
         // Compressed only when that saves at least an alignment unit.
         let stored = match coder.compress(source) {
-            Some((encoding, n)) if n + ENTRY_ALIGN <= source.len() => {
+            Some((encoding, n)) if n + ENTRY_ALIGN <= kept => {
                 rest[skip..skip + n].copy_from_slice(&coder.scratch[..n]);
                 coder.compressed += 1;
                 (encoding | flag, skip + n)
             }
             _ => {
-                rest[skip..skip + source.len()].copy_from_slice(source);
-                (RAW | flag, skip + source.len())
+                rest[skip..skip + kept].copy_from_slice(source);
+                (RAW | flag, skip + kept)
             }
         };
         coder.body = body;
         stored
     } else {
         // Stored as it is: the kept bytes go straight to the entry, copied once.
+        let dst = &mut rest[skip..skip + kept];
         match gap {
-            Some((start, end)) => {
-                let kept = ps - (end - start);
-                rest[0..4].copy_from_slice(&(start as u32).to_le_bytes());
-                rest[4..8].copy_from_slice(&(end as u32).to_le_bytes());
-                let body = &mut rest[TRIM_HEADER..TRIM_HEADER + kept];
-                body[..start].copy_from_slice(&image[..start]);
-                body[start..].copy_from_slice(&image[end..]);
-                (RAW | TRIMMED, TRIM_HEADER + kept)
-            }
-            None => {
-                rest[..ps].copy_from_slice(image);
-                (RAW, ps)
-            }
+            Some(gap) => copy_kept(image, gap, dst),
+            None => dst.copy_from_slice(image),
         }
+        (RAW | flag, skip + kept)
     };
     coder.trimmed += usize::from(gap.is_some());
     head.fill(0);
@@ -271,6 +265,12 @@ pub(super) fn encode_entry(pid: PageId, image: &[u8], out: &mut [u8], coder: &mu
     let len = (ENTRY_HEADER + n).next_multiple_of(ENTRY_ALIGN);
     out[ENTRY_HEADER + n..len].fill(0);
     len
+}
+
+/// Copies `image` without its bytes `[start, end)` into `dst` (their length less the gap's).
+fn copy_kept(image: &[u8], (start, end): (usize, usize), dst: &mut [u8]) {
+    dst[..start].copy_from_slice(&image[..start]);
+    dst[start..].copy_from_slice(&image[end..]);
 }
 
 /// A B+tree page's free space between its slot array and its cells, `[start, end)`, when it
