@@ -28,8 +28,9 @@
 //!   (feed-forward - budget) / budget (at most 1), the budget being the device's pages/s less
 //!   what the LRU cleaner and user threads write ([`flush_list_budget`]); past the async point
 //!   the wait climbs linearly to 20 ms at the sync point.
-//! - where the device is the limit (the law has asked for more than the device writes, with
-//!   the log in use above sp, for 1 s): the flush lists take half of what the device writes
+//! - where the device is the limit (for 1 s the law has asked for more than the device
+//!   writes with the log in use above sp, or the feed-forward alone has been 0.9 of what the
+//!   device leaves the flush lists): the flush lists take half of what the device writes
 //!   beside the LRU cleaner, the curve stands down, and a commit that finds no log room writes
 //!   a batch of the oldest pages nobody is writing itself, one commit at a time, as under
 //!   every policy (`Durability::admit_stalled`), so the commits follow what the device cleans
@@ -61,6 +62,9 @@ fn p_time_s(inp: &FlushInputs) -> f64 {
     }
     (inp.log_capacity as f64 / redo / 4.0).clamp(P_TIME_MIN_S, P_TIME_S)
 }
+/// The feed-forward's share of the flush lists' budget at which the device is the limit
+/// ([`Steady::room_metered`]).
+const ENGAGE_FRAC: f64 = 0.9;
 /// Integral time, seconds.
 const I_TIME_S: f64 = 20.0;
 /// Headroom over the observed device rate, so the observation can grow.
@@ -241,8 +245,15 @@ impl Steady {
     /// Where the device is the limit: the flush lists' share of it, pages/s, while commits
     /// meter the overload by writing for log room themselves; None otherwise.
     ///
-    /// The device is the limit when the law has asked for more than the device writes, with
-    /// the log in use above sp, for [`ROOM_ENGAGE_S`]. Then no flush rate holds sp, and
+    /// The device is the limit when, for [`ROOM_ENGAGE_S`], the law has asked for more than
+    /// the device writes with the log in use above sp, or the feed-forward alone (the rate
+    /// that holds the log in use still) has been [`ENGAGE_FRAC`] of the flush lists' budget
+    /// ([`flush_list_budget`]). The second is the same limit reached from below: a cleaner
+    /// that holds the log at sp by writing all the device leaves it never asks for more than
+    /// the device, yet every commit's log write queues behind its pages (on the holes' insert
+    /// setup the log's fsyncs took 207-281 ms a second that way, against 135-152 ms with the
+    /// commits writing for their room; docs/measurements.md, "The device's limit reached
+    /// from below"). Then no flush rate holds sp with room to spare, and
     /// what the clients commit is what the device cleans up after, however the admission is
     /// made. Made by a delay on each commit (the curve, or the even schedule steady once
     /// used), it depends on the log in use that a commit sees, which moves with every
@@ -331,7 +342,10 @@ impl Steady {
         // Anti-windup: integrate only when the output is not pinned in the error's direction.
         let pinned_high = raw >= cap && excess_pages > 0.0;
         self.raw = raw;
-        self.asks_more = pinned_high;
+        // the device is the limit also where the feed-forward alone takes nearly all the
+        // device leaves the flush lists
+        let budget = flush_list_budget(inp, self.others);
+        self.asks_more = pinned_high || (budget.is_finite() && ff >= ENGAGE_FRAC * budget);
         let pinned_low = raw <= 0.0 && excess_pages < 0.0;
         if !pinned_high && !pinned_low {
             self.integral += excess_pages / (pt * I_TIME_S) * dt;
@@ -614,6 +628,33 @@ mod tests {
         );
         assert!(plans[5].admission.is_some(), "{plans:?}");
         assert_eq!(p.room_share, 0.0);
+    }
+
+    #[test]
+    fn the_device_is_the_limit_where_the_demand_alone_takes_it_at_the_set_point() {
+        // at sp the law asks for the demand, 1000 pages/s: under the clamp of a 1,050-page
+        // device, but 0.95 of it. After 1 s of that the flush lists take half the device and
+        // the curve stands down, as where the law asks for more than the device.
+        let mut i = with_age(sp_age());
+        i.device_pages_per_s = 1_050.0;
+        let mut p = Steady::default();
+        let plans: Vec<FlushPlan> = (0..3).map(|_| p.plan(&i)).collect();
+        assert_eq!(plans[0].flush_list_pages, 1_000, "{plans:?}");
+        assert!(plans[0].admission.is_some(), "{plans:?}");
+        for x in &plans[1..] {
+            assert_eq!(x.flush_list_pages, 525, "{plans:?}");
+            assert_eq!(x.admission, None, "{plans:?}");
+        }
+        // a device with room for twice the demand is not the limit
+        let mut i = with_age(sp_age());
+        i.device_pages_per_s = 2_000.0;
+        let mut p = Steady::default();
+        let plans: Vec<FlushPlan> = (0..4).map(|_| p.plan(&i)).collect();
+        assert!(plans.iter().all(|x| x.admission.is_some()), "{plans:?}");
+        assert!(
+            plans.iter().all(|x| x.flush_list_pages == 1_000),
+            "{plans:?}"
+        );
     }
 
     #[test]
