@@ -102,8 +102,8 @@ const MIN_BUDGET_FRAC: f64 = 0.1;
 /// what the device writes beside the LRU cleaner, and commits that find no log room write the
 /// rest themselves ([`Steady::room_metered`]).
 pub const ROOM_SHARE: f64 = 0.5;
-/// The law has asked for more than the device writes, with the log in use above sp, for this
-/// long before the commits' own writes take over the overload.
+/// The device has been the limit ([`Steady::room_metered`]) for this long before the commits'
+/// own writes take over the overload.
 const ROOM_ENGAGE_S: f64 = 1.0;
 /// Commits stop writing for their room when the law has asked for less than the flush lists'
 /// share for this long: the flush lists alone hold the log again.
@@ -120,12 +120,13 @@ pub struct Steady {
     others: f64,
     /// Pages/s the LRU cleaner wrote, averaged over about [`OTHERS_AVG_S`].
     lru: f64,
-    /// Whether the last loop's law asked for more than the device writes, above sp.
+    /// Whether the last loop found the device the limit: its law asked for more than the
+    /// device writes, above sp, or its feed-forward took [`ENGAGE_FRAC`] of the budget.
     asks_more: bool,
     /// The law's unclamped rate of the last loop, pages/s.
     raw: f64,
-    /// How long the law has asked for more than the device (not room-metered), or has asked
-    /// for less than the room share (room-metered), seconds.
+    /// How long the device has been the limit (not room-metered), or the law has asked for
+    /// less than the room share (room-metered), seconds.
     room_s: f64,
     /// While commits meter the overload by their own writes, the flush lists' share of the
     /// device, pages/s; 0 otherwise ([`Steady::room_metered`]).
