@@ -122,7 +122,7 @@ pub struct Steady {
     lru: f64,
     /// Whether the last loop found the device the limit: its law asked for more than the
     /// device writes, above sp, or its feed-forward took [`ENGAGE_FRAC`] of the budget.
-    asks_more: bool,
+    device_limited: bool,
     /// The law's unclamped rate of the last loop, pages/s.
     raw: f64,
     /// How long the device has been the limit (not room-metered), or the law has asked for
@@ -287,8 +287,12 @@ impl Steady {
             // the time it has asked for more before this loop: a first loop that asks for
             // more, however long, is not yet an overload that lasts
             let before = self.room_s;
-            self.room_s = if self.asks_more { before + dt } else { 0.0 };
-            if !self.asks_more || before < ROOM_ENGAGE_S {
+            self.room_s = if self.device_limited {
+                before + dt
+            } else {
+                0.0
+            };
+            if !self.device_limited || before < ROOM_ENGAGE_S {
                 return None;
             }
             self.room_s = 0.0;
@@ -346,7 +350,7 @@ impl Steady {
         // the device is the limit also where the feed-forward alone takes nearly all the
         // device leaves the flush lists
         let budget = flush_list_budget(inp, self.others);
-        self.asks_more = pinned_high || (budget.is_finite() && ff >= ENGAGE_FRAC * budget);
+        self.device_limited = pinned_high || (budget.is_finite() && ff >= ENGAGE_FRAC * budget);
         let pinned_low = raw <= 0.0 && excess_pages < 0.0;
         if !pinned_high && !pinned_low {
             self.integral += excess_pages / (pt * I_TIME_S) * dt;
