@@ -284,8 +284,8 @@ impl Steady {
         let share = ROOM_SHARE * (dev - sane(self.lru)).max(dev * MIN_BUDGET_FRAC);
         let dt = loop_s(inp).min(1.0);
         if self.room_share == 0.0 {
-            // the time it has asked for more before this loop: a first loop that asks for
-            // more, however long, is not yet an overload that lasts
+            // the time the device has been the limit before this loop: a first loop that finds
+            // it so, however long, is not yet an overload that lasts
             let before = self.room_s;
             self.room_s = if self.device_limited {
                 before + dt
