@@ -238,6 +238,9 @@ engine_metrics! {
     /// Pages written by committing threads below the sync point because the log's free space
     /// was promised to transactions in flight (evenkeel's log-space reservations).
     pages_flushed_log_space => flushed_log_space_pages: count "pages" from "pages_flushed_log_space";
+    /// Pages written by transactions evenkeel's steady held back to pace the log near its
+    /// room, while they waited.
+    pages_flushed_pace => flushed_pace_pages: count "pages" from "pages_flushed_pace";
     /// Pages written by committing threads while the dirty-page limit is exceeded.
     pages_flushed_max_dirty => flushed_max_dirty_pages: count "pages" from "pages_flushed_max_dirty";
     /// Dirty pages a user thread wrote itself to get a free frame ("single page flush").

@@ -109,6 +109,10 @@ pub fn charts(s: &Summary, rows: &[SampleRow]) -> Vec<Chart> {
             pts(rows, |r| count(r.engine.flushed_log_space_pages)),
         ))
         .with(Series::new(
+            "paced commits (foreground)",
+            pts(rows, |r| count(r.engine.flushed_pace_pages)),
+        ))
+        .with(Series::new(
             "max dirty (foreground)",
             pts(rows, |r| count(r.engine.flushed_max_dirty_pages)),
         ))

@@ -49,6 +49,7 @@ pub(crate) fn recorded() -> Vec<SampleRow> {
                 flushed_lru_pages: Some(20),
                 flushed_sync_pages: Some(if t == 31 || t == 32 { 500 } else { 0 }),
                 flushed_log_space_pages: Some(if t == 50 { 64 } else { 0 }),
+                flushed_pace_pages: Some(0),
                 flushed_max_dirty_pages: Some(if t == 40 { 50 } else { 0 }),
                 flushed_single_page_pages: Some(t % 2),
                 stall_ms: Some(if t == 31 { 750.0 } else { 0.0 }),

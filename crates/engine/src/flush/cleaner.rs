@@ -367,6 +367,7 @@ impl CleanerState {
         dur.admission_delay_now_us
             .store(plan.admission_delay_us, Ordering::Relaxed);
         *dur.admission.write() = plan.admission;
+        *dur.pace.write() = plan.pace;
         tracing::debug!(
             elapsed_ms = (inp.elapsed_s * 1000.0) as u64,
             commits_per_s = inp.commits_per_s,
@@ -490,11 +491,13 @@ fn set_lru_target(dur: &Durability, plan: &FlushPlan, inp: &FlushInputs) {
     }
 }
 
-/// Pages user threads wrote themselves: sync point, max-dirty, single-page (free frame).
+/// Pages user threads wrote themselves: sync point, log space, the pace's waits, max-dirty,
+/// single-page (free frame).
 fn foreground_flushed(dur: &Durability) -> u64 {
     let c = &dur.counters;
     c.pages_flushed_sync.load(Ordering::Relaxed)
         + c.pages_flushed_log_space.load(Ordering::Relaxed)
+        + c.pages_flushed_pace.load(Ordering::Relaxed)
         + c.pages_flushed_max_dirty.load(Ordering::Relaxed)
         + dur.pool.counters.eviction_writes.load(Ordering::Relaxed)
 }
@@ -571,6 +574,7 @@ impl SampleBase {
             flushed_lru: d.pages_flushed_lru,
             flushed_sync: d.pages_flushed_sync,
             flushed_log_space: d.pages_flushed_log_space,
+            flushed_pace: d.pages_flushed_pace,
             flushed_max_dirty: d.pages_flushed_max_dirty,
             flushed_single_page: self
                 .pool

@@ -38,6 +38,25 @@ use std::time::{Duration, Instant};
 /// Pages written per doublewrite batch.
 pub const FLUSH_BATCH_PAGES: usize = 64;
 
+/// How far ahead of the LSN the pace's line may run, in seconds of its rate: time that
+/// clients not ready for it left unused is kept this long.
+const PACE_CREDIT_S: f64 = 0.02;
+/// The longest one pace wait; the line is never further behind the LSN than this, in seconds
+/// of its rate (an older debt is forgiven, so a line left behind cannot hold every
+/// transaction for the longest wait from then on).
+const PACE_WAIT_MAX_S: f64 = 0.05;
+
+/// One step of the pace's line: the line `line` (LSN) advanced by `rate` bytes/s over `dt`
+/// seconds, held within [`PACE_WAIT_MAX_S`] behind and [`PACE_CREDIT_S`] ahead of the LSN
+/// `cur`. Returns the new line and the seconds a transaction starting now waits for the line
+/// to reach `cur`.
+fn pace_line(line: f64, dt: f64, cur: f64, rate: f64) -> (f64, f64) {
+    let l = (line + rate * dt)
+        .min(cur + rate * PACE_CREDIT_S)
+        .max(cur - rate * PACE_WAIT_MAX_S);
+    (l, ((cur - l) / rate).max(0.0))
+}
+
 /// The least room, beyond its next record, with which the owner of the oldest pin continues
 /// its commit ([`Durability::admit_continuation`]): one write, then the next continuation
 /// record. A leaf split logs about a page, so four pages is a write that splits a leaf and its
@@ -56,6 +75,9 @@ crate::counter::counter_group! {
         /// Pages written by committing threads that found the log's free space promised to
         /// transactions in flight (reservations), below the sync point.
         pages_flushed_log_space: "pages",
+        /// Pages written by transactions the pace held back near the log's room (steady
+        /// where commits write for their room), while they waited.
+        pages_flushed_pace: "pages",
         /// Pages written by committing threads past max_dirty_pages_pct.
         pages_flushed_max_dirty: "pages",
         /// Commits that flushed pages themselves past max_dirty_pages_pct.
@@ -105,6 +127,12 @@ pub struct Durability {
     pub admission_delay_now_us: AtomicU64,
     /// The policy's delay curve, evaluated by each commit on the checkpoint age it sees.
     pub admission: RwLock<Option<policy::AdmissionCurve>>,
+    /// The policy's pace on the log's head, served with the admission delay, and its line:
+    /// (when, LSN) last computed ([`pace_line`]).
+    pub pace: RwLock<Option<policy::Pace>>,
+    pace_line: Mutex<(Instant, f64)>,
+    /// Held by the one waiting transaction that writes pages in its pace wait.
+    pace_writer: Mutex<()>,
     /// Free frames per buffer-pool instance the LRU cleaner keeps ready (set by the cleaner
     /// from the policy's plan each loop).
     pub lru_free_target: AtomicU64,
@@ -172,6 +200,9 @@ impl Durability {
             knobs: Knobs(arc_swap::ArcSwap::from_pointee(knobs)),
             admission_delay_now_us: AtomicU64::new(0),
             admission: RwLock::new(None),
+            pace: RwLock::new(None),
+            pace_line: Mutex::new((Instant::now(), 0.0)),
+            pace_writer: Mutex::new(()),
             lru_free_target: AtomicU64::new(0),
             write_concurrency,
             lru_wake: Mutex::new(false),
@@ -251,6 +282,9 @@ impl Durability {
     /// commit became convoys of a hundred milliseconds and more, and the rate control turned
     /// into 1-second dips (docs/measurements.md, "Admission before the first lock").
     pub fn admission_delay(&self) {
+        if let Some(pace) = *self.pace.read() {
+            self.pace_wait(pace);
+        }
         let Some(curve) = *self.admission.read() else {
             return;
         };
@@ -265,6 +299,47 @@ impl Durability {
                 .admission_delay_us
                 .fetch_add(us, Ordering::Relaxed);
         }
+    }
+
+    /// Waits until the pace's line reaches the LSN ([`pace_line`]). A transaction held back
+    /// with the checkpoint age past the pace's `write_from` first writes a batch of the oldest
+    /// pages, if no other waiting transaction is writing one: the writes that keep the device
+    /// full and the checkpoint moving while the pace keeps commits off the log's room (the
+    /// batch may outlast the wait; one writer at a time bounds what that costs the clients).
+    fn pace_wait(&self, pace: policy::Pace) {
+        let now = Instant::now();
+        let cur = self.log.current_lsn().0 as f64;
+        let age = self.checkpoint_age();
+        let rate = pace.rate(age);
+        let wait_s = {
+            let mut line = self.pace_line.lock();
+            let dt = now.saturating_duration_since(line.0).as_secs_f64();
+            let (l, wait_s) = pace_line(line.1, dt, cur, rate);
+            *line = (now, l);
+            wait_s
+        };
+        if wait_s <= 0.0 {
+            return;
+        }
+        if age >= pace.write_from {
+            if let Some(_writer) = self.pace_writer.try_lock() {
+                // a failed write poisons the engine (flush_oldest); the commit finds it
+                if let Ok(n) = self.flush_oldest(FLUSH_BATCH_PAGES) {
+                    self.counters
+                        .pages_flushed_pace
+                        .fetch_add(n as u64, Ordering::Relaxed);
+                    let _ = self.checkpoint();
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_secs_f64(wait_s).saturating_sub(now.elapsed()));
+        let waited = now.elapsed().as_micros() as u64;
+        self.counters
+            .admission_delays
+            .fetch_add(1, Ordering::Relaxed);
+        self.counters
+            .admission_delay_us
+            .fetch_add(waited, Ordering::Relaxed);
     }
 
     /// check_max_dirty_foreground: while dirty pages exceed max_dirty_pages_pct, a
@@ -825,6 +900,24 @@ mod tests {
 
     const GIB: u64 = 1 << 30;
     const MB: u64 = 1_000_000;
+
+    #[test]
+    fn the_pace_line_advances_at_its_rate_within_its_credit_and_its_longest_wait() {
+        // 1 MB/s: 5 ms after a line at the LSN, a transaction 10 KB on waits 5 ms
+        let (l, w) = pace_line(1_000_000.0, 0.005, 1_010_000.0, 1e6);
+        assert_eq!(l, 1_005_000.0);
+        assert!((w - 0.005).abs() < 1e-9, "{w}");
+        // the line reached the LSN: no wait
+        let (_, w) = pace_line(1_000_000.0, 0.02, 1_010_000.0, 1e6);
+        assert_eq!(w, 0.0);
+        // unused time is kept 20 ms at most: a second idle gives 20 KB of credit, not 1 MB
+        let (l, w) = pace_line(1_000_000.0, 1.0, 1_000_000.0, 1e6);
+        assert_eq!((l, w), (1_020_000.0, 0.0));
+        // a line far behind (a pace that was off) holds a transaction 50 ms at most
+        let (l, w) = pace_line(0.0, 0.001, 1_000_000.0, 1e6);
+        assert_eq!(l, 950_000.0);
+        assert!((w - PACE_WAIT_MAX_S).abs() < 1e-9, "{w}");
+    }
 
     #[test]
     fn recovery_target_off_at_zero_seconds() {

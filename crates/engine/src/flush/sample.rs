@@ -19,12 +19,14 @@ pub struct Sample {
     pub redo_bytes: u64,
     /// Pages written by source: the policy (flush lists), LRU cleaning, committing threads at
     /// the sync point, committing threads that found the log's free space promised to
-    /// transactions in flight (below the sync point), committing threads past
-    /// max_dirty_pages_pct, and user threads that had to write a dirty page to get a free frame.
+    /// transactions in flight (below the sync point), transactions the pace held back near the
+    /// log's room (steady), committing threads past max_dirty_pages_pct, and user threads that
+    /// had to write a dirty page to get a free frame.
     pub flushed_policy: u64,
     pub flushed_lru: u64,
     pub flushed_sync: u64,
     pub flushed_log_space: u64,
+    pub flushed_pace: u64,
     pub flushed_max_dirty: u64,
     pub flushed_single_page: u64,
     /// The device's page-write throughput as the cleaner measures it (pages/s every writer

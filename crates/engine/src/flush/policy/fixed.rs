@@ -37,6 +37,7 @@ impl Policy for Fixed {
             next_loop_ms: if over_limit { 1 } else { 0 },
             lsn_limit: 0,
             admission: None,
+            pace: None,
         }
     }
 }

@@ -121,6 +121,32 @@ pub struct FlushPlan {
     /// fewer than `flush_list_pages` were written; 0 = no limit. XtraDB's `estimate` and
     /// `keep_average` flush only as far as the LSN moved since their last loop.
     pub lsn_limit: u64,
+    /// A pace on the log's head, applied by each writing transaction before its first lock
+    /// (`Durability::admission_delay`); None = no pace.
+    pub pace: Option<Pace>,
+}
+
+/// A pace on the log's head: the LSN may advance along a line whose slope is `ff` plus the
+/// distance of the checkpoint age below `target`, removed over `p_time_s`; a writing
+/// transaction that finds the LSN past the line waits until the line reaches it.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Pace {
+    /// Redo bytes per second the checkpoint has advanced, averaged.
+    pub ff: f64,
+    /// The checkpoint age, bytes, the pace holds.
+    pub target: u64,
+    pub p_time_s: f64,
+    /// The checkpoint age from which a waiting transaction writes a batch of the oldest
+    /// pages while it waits.
+    pub write_from: u64,
+}
+
+impl Pace {
+    /// The line's slope, bytes/s, at checkpoint age `age`: never under a quarter of `ff`.
+    pub fn rate(&self, age: u64) -> f64 {
+        let r = self.ff + (self.target as f64 - age as f64) / self.p_time_s.max(0.05);
+        r.max(self.ff * 0.25).max(1.0)
+    }
 }
 
 /// Commit delay as a function of checkpoint age, published by a policy each loop and evaluated

@@ -35,7 +35,10 @@
 //!   a batch of the oldest pages nobody is writing itself, one commit at a time, as under
 //!   every policy (`Durability::admit_stalled`), so the commits follow what the device cleans
 //!   up after one batch at a time ([`Steady::room_metered`]); it ends when the law has asked
-//!   for less than that half for 5 s. A commit that finds no room does the same at any time
+//!   for less than that half for 5 s.
+//!   In that mode, where the log's lap is a second or more, a pace holds the log's head to
+//!   the checkpoint's averaged advance, with the age 4.5% of the log under the sync point, so the log absorbs the tail's
+//!   uneven advance instead of repeating it lap after lap ([`Steady::pace`]). A commit that finds no room does the same at any time
 //!   (one commit's redo a large share of a small log);
 //! - LRU: free frames for 10 ms of reads plus one 64-page read-ahead extent, which the LRU
 //!   cleaner (flush/lru.rs) keeps ready continuously.
@@ -44,7 +47,7 @@
 //! differs from the classic policies: docs/design.md, "steady: the law, its inputs, and why it
 //! holds".
 
-use super::{loop_s, AdmissionCurve, FlushInputs, FlushPlan, Policy};
+use super::{loop_s, AdmissionCurve, FlushInputs, FlushPlan, Pace, Policy};
 
 /// Set point, as a fraction of the async point.
 pub const SETPOINT_FRAC: f64 = 0.85;
@@ -102,6 +105,17 @@ const MIN_BUDGET_FRAC: f64 = 0.1;
 /// what the device writes beside the LRU cleaner, and commits that find no log room write the
 /// rest themselves ([`Steady::room_metered`]).
 pub const ROOM_SHARE: f64 = 0.5;
+/// While commits write for their room, the pace ([`Steady::pace`]) holds the checkpoint age
+/// this far under the sync point (a share of the log's capacity): the room the log keeps to absorb
+/// the checkpoint's uneven advance without a commit finding the log full.
+const PACE_MARGIN_FRAC: f64 = 0.045;
+/// The pace engages where the log's lap is at least this long ([`Steady::pace`]).
+const PACE_MIN_LAP_S: f64 = 1.0;
+/// The pace removes the distance of the checkpoint age to its target over this many seconds.
+const PACE_P_TIME_S: f64 = 0.5;
+/// The time over which the checkpoint's advance is averaged for the pace: two laps of the log
+/// where it was measured (about 2 s each), so one lap's dense or thin stretch is averaged out.
+const CKPT_AVG_S: f64 = 4.0;
 /// The device has been the limit ([`Steady::room_metered`]) for this long before the commits'
 /// own writes take over the overload.
 const ROOM_ENGAGE_S: f64 = 1.0;
@@ -134,6 +148,9 @@ pub struct Steady {
     /// The dirty pages per redo byte at the tail of the flush lists, averaged over
     /// [`TAIL_AVG_S`]; 0 until measured.
     tail: f64,
+    /// The checkpoint LSN at the last loop, and its advance, bytes/s, averaged.
+    ckpt_prev: u64,
+    ckpt_rate: f64,
 }
 
 /// Finite and non-negative, else 0.
@@ -312,6 +329,60 @@ impl Steady {
         Some(share)
     }
 
+    /// Where commits write for their room ([`Steady::room_metered`]): the pace on the log's
+    /// head, None until the checkpoint's advance has been measured.
+    ///
+    /// Why a pace there. With the device the limit and the log in use at the commits' room,
+    /// the commits go at the rate the checkpoint advances, and the checkpoint advances over
+    /// the pages first dirtied one lap of the log earlier. A page written at the tail and
+    /// dirtied again soon after (the change buffer's leaves, the hot leaves) comes back to the
+    /// tail one lap later at the LSN it was dirtied again at: a stretch of the log where the
+    /// checkpoint moved slowly is dense in such pages, so one lap later the checkpoint moves
+    /// slowly there again. With the log's head tied to its tail that pattern repeats lap after
+    /// lap, undamped, whatever writes the pages; at 2 s a lap it is a second-by-second
+    /// alternation of 10% and more (docs/measurements.md, "The log's lap echo").
+    ///
+    /// The pace unties the head: the LSN may advance along a line at the checkpoint's
+    /// advance averaged over [`CKPT_AVG_S`], plus the distance of the checkpoint age to a
+    /// target [`PACE_MARGIN_FRAC`] under the sync point, removed over [`PACE_P_TIME_S`]. The
+    /// log then absorbs the tail's dense and thin stretches, and the pages dirtied again
+    /// spread over the LSN as evenly as the head moves. The device stays full because a
+    /// transaction the pace holds back with the age above sp writes a batch of the oldest
+    /// pages while it waits (one such writer at a time, `Durability::pace_wait`): with no
+    /// writer the flush lists' half of the device alone set the checkpoint's advance and the
+    /// pace followed it down (17,565 rows/s against 28,600 on the holes' insert setup), and
+    /// with a writer only within a point of the target the device stayed a fifth short in the
+    /// matrix's cells with a 1 GiB pool and 2 x 4 MiB of redo, where the age sat under that
+    /// point (docs/measurements.md, "A pace on the log's head"). The commits' room stays the
+    /// backstop.
+    ///
+    /// The target is on the checkpoint age, not on the log in use: with a small log the
+    /// space promised to transactions in flight is a large share of it (a third of a 4 MiB
+    /// log under 4 insert clients), a target on the log in use sat under what the promises
+    /// alone held, and the pace, following a checkpoint that followed it, slowed the commits
+    /// to a quarter. And the pace engages only where the lap (checkpoint age over redo rate)
+    /// is at least [`PACE_MIN_LAP_S`]: a pattern that repeats more often than once a second
+    /// averages out within the second, and there the slack would only cost page writes.
+    fn pace(&self, inp: &FlushInputs) -> Option<Pace> {
+        let redo = sane(inp.redo_rate_avg);
+        if self.ckpt_rate <= 0.0 || redo <= 0.0 {
+            return None;
+        }
+        if (inp.checkpoint_age() as f64) < PACE_MIN_LAP_S * redo {
+            return None;
+        }
+        let below = |frac: f64| {
+            inp.sync_point
+                .saturating_sub((frac * inp.log_capacity as f64) as u64)
+        };
+        Some(Pace {
+            ff: self.ckpt_rate,
+            target: below(PACE_MARGIN_FRAC),
+            p_time_s: PACE_P_TIME_S,
+            write_from: setpoint(inp) as u64,
+        })
+    }
+
     /// The feed-forward, pages/s: [`feed_forward`] with the tail's density averaged over
     /// [`TAIL_AVG_S`] (updated by [`Steady::rate`] once a loop).
     fn feed_forward(&self, inp: &FlushInputs) -> f64 {
@@ -396,6 +467,11 @@ impl Policy for Steady {
             let lru = inp.lru_flushed_last as f64 / dt;
             self.lru += (lru - self.lru) * (dt / OTHERS_AVG_S).min(1.0);
         }
+        if dt > 0.0 && self.ckpt_prev > 0 && inp.checkpoint_lsn >= self.ckpt_prev {
+            let r = (inp.checkpoint_lsn - self.ckpt_prev) as f64 / dt;
+            self.ckpt_rate += (r - self.ckpt_rate) * (dt / CKPT_AVG_S).min(1.0);
+        }
+        self.ckpt_prev = inp.checkpoint_lsn;
         let room = self.room_metered(inp);
         if let Some(share) = room {
             // the loop that engages: `rate` was clamped to the device, not yet to the share
@@ -413,10 +489,11 @@ impl Policy for Steady {
             self.carry = 0.0;
         }
         if room.is_some() {
-            // the commits' own writes meter the overload: no delay
+            // no delay curve: the commits' own writes meter the overload, under the pace
             return FlushPlan {
                 flush_list_pages: n,
                 lru_pages: lru_pages(inp),
+                pace: self.pace(inp),
                 ..FlushPlan::default()
             };
         }
@@ -633,6 +710,56 @@ mod tests {
         );
         assert!(plans[5].admission.is_some(), "{plans:?}");
         assert_eq!(p.room_share, 0.0);
+    }
+
+    #[test]
+    fn where_commits_write_for_their_room_a_pace_holds_the_head_to_the_checkpoints_advance() {
+        // a 500-page device: room mode from the second loop (as above); the checkpoint
+        // advances 3 MB a loop with the LSN
+        let mut i = with_age(sp_age() + 8 * MIB);
+        i.device_pages_per_s = 500.0;
+        let mut p = Steady::default();
+        let mut plans = Vec::new();
+        for _ in 0..6 {
+            plans.push(p.plan(&i));
+            i.lsn += 3_000_000;
+            i.checkpoint_lsn += 3_000_000;
+        }
+        assert_eq!(plans[0].pace, None, "{plans:?}");
+        assert!(
+            plans[1..].iter().all(|x| x.admission.is_none()),
+            "{plans:?}"
+        );
+        // the advance averaged over 4 s, a quarter of the way each 1 s loop from 0:
+        // 3e6 x (1 - 0.75^5) after five measured loops
+        let pace = plans[5].pace.expect("room mode paces the head");
+        assert!(
+            (pace.ff - 3e6 * (1.0 - 0.75f64.powi(5))).abs() < 1.0,
+            "{pace:?}"
+        );
+        // the age 4.5% of the log under the sync point (60 MiB of 64), over 0.5 s; pages
+        // written in the waits from sp
+        assert_eq!(pace.target, 60 * MIB - (0.045 * (64 * MIB) as f64) as u64);
+        assert_eq!(pace.p_time_s, PACE_P_TIME_S);
+        assert_eq!(pace.write_from, setpoint(&i) as u64);
+        // the line's slope: the advance at the target, more below it, less above, and never
+        // under a quarter of it
+        assert_eq!(pace.rate(pace.target), pace.ff);
+        assert_eq!(pace.rate(pace.target - MIB), pace.ff + 2.0 * MIB as f64);
+        assert_eq!(pace.rate(pace.target + 64 * MIB), pace.ff * 0.25);
+        // a lap under 1 s (58 MB of age at 100 MB/s of redo): no pace
+        let mut q = p.clone();
+        i.redo_rate_avg = 100e6;
+        i.redo_rate_last = 100e6;
+        let x = q.plan(&i);
+        assert_eq!(x.admission, None, "{x:?}");
+        assert_eq!(x.pace, None, "{x:?}");
+        // the law back under the share for 5 s ends room mode, and the pace with it
+        let mut j = p.clone();
+        let mut k = with_age(sp_age());
+        k.device_pages_per_s = 5_000.0;
+        let last = (0..6).map(|_| j.plan(&k)).last().expect("six plans");
+        assert!(last.admission.is_some() && last.pace.is_none(), "{last:?}");
     }
 
     #[test]
