@@ -259,8 +259,11 @@ fn render_flush(o: &mut String, s: &Status, doublewrite: bool) {
     );
     let _ = writeln!(
         o,
-        "Pages flushed: background {}, sync point (by committing threads) {}, for log space promised to others {}",
-        s.flush.pages_flushed_background, s.flush.pages_flushed_sync, s.flush.pages_flushed_log_space
+        "Pages flushed: background {}, sync point (by committing threads) {}, for log space promised to others {}, by transactions the pace held back {}",
+        s.flush.pages_flushed_background,
+        s.flush.pages_flushed_sync,
+        s.flush.pages_flushed_log_space,
+        s.flush.pages_flushed_pace
     );
     let _ = writeln!(
         o,
