@@ -257,6 +257,7 @@ fn report_renders_from_recorded_series_and_svg_parses() {
             "LRU cleaning",
             "sync point (foreground)",
             "log space promised (foreground)",
+            "paced commits (foreground)",
             "max dirty (foreground)",
             "single page (foreground)"
         ]
