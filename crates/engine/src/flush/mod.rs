@@ -292,13 +292,18 @@ impl Durability {
         self.admission_delay_now_us.store(us, Ordering::Relaxed);
         if us > 0 {
             std::thread::sleep(Duration::from_micros(us));
-            self.counters
-                .admission_delays
-                .fetch_add(1, Ordering::Relaxed);
-            self.counters
-                .admission_delay_us
-                .fetch_add(us, Ordering::Relaxed);
+            self.count_admission_delay(us);
         }
+    }
+
+    /// Counts one admission delay of `us` microseconds (the curve's or the pace's).
+    fn count_admission_delay(&self, us: u64) {
+        self.counters
+            .admission_delays
+            .fetch_add(1, Ordering::Relaxed);
+        self.counters
+            .admission_delay_us
+            .fetch_add(us, Ordering::Relaxed);
     }
 
     /// Waits until the pace's line reaches the LSN ([`pace_line`]). A transaction held back
@@ -333,13 +338,7 @@ impl Durability {
             }
         }
         std::thread::sleep(Duration::from_secs_f64(wait_s).saturating_sub(now.elapsed()));
-        let waited = now.elapsed().as_micros() as u64;
-        self.counters
-            .admission_delays
-            .fetch_add(1, Ordering::Relaxed);
-        self.counters
-            .admission_delay_us
-            .fetch_add(waited, Ordering::Relaxed);
+        self.count_admission_delay(now.elapsed().as_micros() as u64);
     }
 
     /// check_max_dirty_foreground: while dirty pages exceed max_dirty_pages_pct, a

@@ -371,13 +371,11 @@ impl Steady {
         if (inp.checkpoint_age() as f64) < PACE_MIN_LAP_S * redo {
             return None;
         }
-        let below = |frac: f64| {
-            inp.sync_point
-                .saturating_sub((frac * inp.log_capacity as f64) as u64)
-        };
         Some(Pace {
             ff: self.ckpt_rate,
-            target: below(PACE_MARGIN_FRAC),
+            target: inp
+                .sync_point
+                .saturating_sub((PACE_MARGIN_FRAC * inp.log_capacity as f64) as u64),
             p_time_s: PACE_P_TIME_S,
             write_from: setpoint(inp) as u64,
         })
