@@ -111,11 +111,6 @@ pub const ROOM_SHARE: f64 = 0.5;
 const PACE_MARGIN_FRAC: f64 = 0.045;
 /// The pace engages where the log's lap is at least this long ([`Steady::pace`]).
 const PACE_MIN_LAP_S: f64 = 1.0;
-/// The pace engages where every writer's pages, averaged over [`OTHERS_AVG_S`], are at least
-/// this share of the device's rate, and lets go under [`PACE_RELEASE_FRAC`] of it
-/// ([`Steady::pace`]).
-const PACE_FULL_FRAC: f64 = 0.9;
-const PACE_RELEASE_FRAC: f64 = 0.8;
 /// The pace removes the distance of the checkpoint age to its target over this many seconds.
 const PACE_P_TIME_S: f64 = 0.5;
 /// The time over which the checkpoint's advance is averaged for the pace: two laps of the log
@@ -156,11 +151,6 @@ pub struct Steady {
     /// The checkpoint LSN at the last loop, and its advance, bytes/s, averaged.
     ckpt_prev: u64,
     ckpt_rate: f64,
-    /// Pages/s every writer wrote (the page cleaner, the LRU cleaner, user threads), averaged
-    /// over [`OTHERS_AVG_S`].
-    written: f64,
-    /// Whether the device is full enough for the pace ([`Steady::pace`]).
-    full: bool,
 }
 
 /// Finite and non-negative, else 0.
@@ -375,7 +365,7 @@ impl Steady {
     /// averages out within the second, and there the slack would only cost page writes.
     fn pace(&self, inp: &FlushInputs) -> Option<Pace> {
         let redo = sane(inp.redo_rate_avg);
-        if !self.full || self.ckpt_rate <= 0.0 || redo <= 0.0 {
+        if self.ckpt_rate <= 0.0 || redo <= 0.0 {
             return None;
         }
         if (inp.checkpoint_age() as f64) < PACE_MIN_LAP_S * redo {
@@ -389,31 +379,6 @@ impl Steady {
             p_time_s: PACE_P_TIME_S,
             write_from: setpoint(inp) as u64,
         })
-    }
-
-    /// Whether the device is full enough for the pace: every writer's pages/s, averaged over
-    /// [`OTHERS_AVG_S`], at least [`PACE_FULL_FRAC`] of the device's rate, and once so, until
-    /// they fall under [`PACE_RELEASE_FRAC`] of it.
-    ///
-    /// Why. The echo the pace damps is the device's: the commits follow the checkpoint because
-    /// the device cleans no faster. Where the CPUs are the limit instead, the writers leave the
-    /// device a fifth or more idle, commits that reach the log's room wait for one writer at a
-    /// time, and a line that followed the checkpoint held them lower still: on the holes' insert
-    /// setup on a CPU-short day the pace's runs fell to 0.67-0.81 detrended p1/mean against
-    /// 0.86-0.88 without it, their lowest seconds at the room with the device writing 3,000-4,400
-    /// pages a second of its 5,900, while in a run where the device was full throughout the pace
-    /// held 0.95 (docs/measurements.md, "The pace where the device is full").
-    fn device_full(&self, inp: &FlushInputs) -> bool {
-        let dev = device_rate(inp);
-        if !dev.is_finite() {
-            return false;
-        }
-        let frac = if self.full {
-            PACE_RELEASE_FRAC
-        } else {
-            PACE_FULL_FRAC
-        };
-        self.written >= frac * dev
     }
 
     /// The feed-forward, pages/s: [`feed_forward`] with the tail's density averaged over
@@ -495,8 +460,6 @@ impl Policy for Steady {
         let mut rate = self.rate(inp);
         let dt = loop_s(inp);
         if dt > 0.0 {
-            let written = (inp.flushed_last + inp.foreground_flushed_last) as f64 / dt;
-            self.written += (written - self.written) * (dt / OTHERS_AVG_S).min(1.0);
             let others = (inp.lru_flushed_last + inp.foreground_flushed_last) as f64 / dt;
             self.others += (others - self.others) * (dt / OTHERS_AVG_S).min(1.0);
             let lru = inp.lru_flushed_last as f64 / dt;
@@ -507,10 +470,9 @@ impl Policy for Steady {
             self.ckpt_rate += (r - self.ckpt_rate) * (dt / CKPT_AVG_S).min(1.0);
         }
         self.ckpt_prev = inp.checkpoint_lsn;
-        let paced = self.room_share > 0.0 && self.full;
+        let engaged = self.room_share > 0.0;
         let room = self.room_metered(inp);
-        self.full = self.device_full(inp);
-        if room.is_some() && self.full && !paced {
+        if room.is_some() && !engaged {
             // The pace's line starts at the head's averaged rate, not under it: until the log
             // first filled the checkpoint hardly moved, and an average that still holds those
             // seconds would start the line at a fraction of what the device cleans.
@@ -757,14 +719,13 @@ mod tests {
 
     #[test]
     fn where_commits_write_for_their_room_a_pace_holds_the_head_to_the_checkpoints_advance() {
-        // a 500-page device that the writers keep full: room mode from the second loop (as
-        // above); the checkpoint advances 3 MB a loop with the LSN
+        // a 500-page device: room mode from the second loop (as above); the checkpoint
+        // advances 3 MB a loop with the LSN
         let mut i = with_age(sp_age() + 8 * MIB);
         i.device_pages_per_s = 500.0;
-        i.flushed_last = 500;
         let mut p = Steady::default();
         let mut plans = Vec::new();
-        for _ in 0..8 {
+        for _ in 0..6 {
             plans.push(p.plan(&i));
             i.lsn += 3_000_000;
             i.checkpoint_lsn += 3_000_000;
@@ -774,16 +735,13 @@ mod tests {
             plans[1..].iter().all(|x| x.admission.is_none()),
             "{plans:?}"
         );
-        // the writers' pages averaged over 2 s reach 0.9 of the device at the fourth loop
-        // (250, 375, 437.5, 468.75 pages/s): no pace before it
-        assert!(plans[..3].iter().all(|x| x.pace.is_none()), "{plans:?}");
-        // the line starts at the head's averaged rate (4 MB/s) where the pace engages, not at
-        // the advance averaged from 0 (1.73 MB/s after three loops), and moves to the advance
+        // the line starts at the head's averaged rate (4 MB/s) where room mode engages, not
+        // at the advance averaged from 0 (0.75 MB/s after one loop), and moves to the advance
         // averaged over 4 s, a quarter of the way each 1 s loop: 3e6 + 1e6 x 0.75^4 four
         // loops later
-        let pace = plans[3].pace.expect("room mode paces the head");
+        let pace = plans[1].pace.expect("room mode paces the head");
         assert_eq!(pace.ff, i.redo_rate_avg, "{pace:?}");
-        let pace = plans[7].pace.expect("room mode paces the head");
+        let pace = plans[5].pace.expect("room mode paces the head");
         assert!(
             (pace.ff - (3e6 + 1e6 * 0.75f64.powi(4))).abs() < 1.0,
             "{pace:?}"
@@ -805,23 +763,6 @@ mod tests {
         let x = q.plan(&i);
         assert_eq!(x.admission, None, "{x:?}");
         assert_eq!(x.pace, None, "{x:?}");
-        // the writers falling to 0.7 of the device (the CPUs the limit): the pace holds while
-        // their average stays at 0.8 of it or more (425 pages/s), and lets go under it (387.5),
-        // room mode going on
-        let mut q = p.clone();
-        let mut c = i.clone();
-        c.redo_rate_avg = 4e6;
-        c.redo_rate_last = 4e6;
-        c.flushed_last = 350;
-        let x: Vec<FlushPlan> = (0..2).map(|_| q.plan(&c)).collect();
-        assert!(x[0].pace.is_some(), "{x:?}");
-        assert!(x[1].pace.is_none() && x[1].admission.is_none(), "{x:?}");
-        // and from the start at 0.85 of it, room mode never paces
-        let mut q = Steady::default();
-        c.flushed_last = 425;
-        let x: Vec<FlushPlan> = (0..10).map(|_| q.plan(&c)).collect();
-        assert!(x.iter().all(|x| x.pace.is_none()), "{x:?}");
-        assert!(x[9].admission.is_none(), "room mode: {x:?}");
         // the law back under the share for 5 s ends room mode, and the pace with it
         let mut j = p.clone();
         let mut k = with_age(sp_age());
