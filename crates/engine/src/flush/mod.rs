@@ -330,11 +330,11 @@ impl Durability {
     /// as a commit that finds no room writes until it has some (a batch may outlast the wait;
     /// one writer at a time bounds what that costs the clients).
     ///
-    /// Batches for the whole wait, not one: with one batch a wait the device wrote the 64
-    /// pages in less than the wait, and left idle, measured its own rate lower
-    /// (`next_device_rate`), so the flush lists' share of it fell, the checkpoint's advance
-    /// with it, and the pace's line, which follows that advance, held the commits lower
-    /// still (docs/measurements.md, "The pace's writer, and its line at engagement").
+    /// Batches for the whole wait, not one: with one batch per wait the device wrote the 64
+    /// pages in less than the wait and then sat idle, so it measured its own rate lower
+    /// (`next_device_rate`), the flush lists' share of it fell, the checkpoint's advance with
+    /// it, and the pace's line, which follows that advance, held the commits lower still
+    /// (docs/measurements.md, "The pace's writer, and its line at engagement").
     fn pace_wait(&self, pace: policy::Pace) {
         let now = Instant::now();
         let cur = self.log.current_lsn().0 as f64;
