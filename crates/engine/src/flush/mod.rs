@@ -74,6 +74,14 @@ fn write_while_held(
     batches
 }
 
+/// When and why a commit joined the admission queue ([`Durability::admit_stalled`]): whether
+/// its redo would have taken the age past the sync point then.
+#[derive(Clone, Copy, Debug)]
+struct Queued {
+    at: Instant,
+    at_sync: bool,
+}
+
 /// The least room, beyond its next record, with which the owner of the oldest pin continues
 /// its commit ([`Durability::admit_continuation`]): one write, then the next continuation
 /// record. A leaf split logs about a page, so four pages is a write that splits a leaf and its
@@ -425,7 +433,11 @@ impl Durability {
         if let Some(r) = self.reserve_unqueued(redo_bytes, asyncp, syncp) {
             return Ok(r);
         }
-        self.in_turn(|| self.admit_stalled(redo_bytes, asyncp, syncp))
+        let queued = Queued {
+            at: Instant::now(),
+            at_sync: self.checkpoint_age() + redo_bytes > syncp,
+        };
+        self.in_turn(|| self.admit_stalled(redo_bytes, asyncp, syncp, queued))
     }
 
     /// A reservation taken at once: only when nobody waits in the admission queue (waiters
@@ -573,6 +585,13 @@ impl Durability {
     /// flight (reservations). The wait is counted under the reason
     /// found when it began; each batch of pages written under the reason of that moment.
     ///
+    /// The wait counted is the commit's whole wait, from when it joined the queue: a commit
+    /// queued behind one that writes for room waits for log room as much as the one writing,
+    /// and stalls counted from the head of the queue alone understate what the clients lost
+    /// (docs/measurements.md, "Stalls counted from the queue"). A commit that finds room at
+    /// once when its turn comes counts its time in the queue under the reason found when it
+    /// joined it.
+    ///
     /// Every policy's commits come here, steady's too: the thread at the head of the queue
     /// writes the oldest pages nobody is writing (the page cleaner's batches are skipped, so
     /// the two never write the same page) while the others wait their turn. Under steady this
@@ -583,38 +602,48 @@ impl Durability {
     /// per-second CV 0.033-0.042 against 0.022-0.026 with a 1 GiB pool and 0.047-0.064
     /// against 0.036-0.043 with a 2 x 2 MiB log, three alternating pairs each
     /// (docs/measurements.md, "Commits that find no room write their own batch").
-    fn admit_stalled(&self, bytes: u64, asyncp: u64, syncp: u64) -> Result<Reservation<'_>> {
-        let mut stalled: Option<(Instant, bool)> = None;
+    fn admit_stalled(
+        &self,
+        bytes: u64,
+        asyncp: u64,
+        syncp: u64,
+        queued: Queued,
+    ) -> Result<Reservation<'_>> {
+        let counters = |at_sync: bool| {
+            let c = &self.counters;
+            if at_sync {
+                (&c.sync_flush_waits, &c.sync_flush_wait_us)
+            } else {
+                (&c.log_space_waits, &c.log_space_wait_us)
+            }
+        };
+        // the reason and the moment this commit first found no room at the head of the queue
+        let mut stalled: Option<(bool, Instant)> = None;
         loop {
             // the waiter before this one may have given up and stopped the engine
             self.check_poison()?;
             if let Some(r) = self.try_reserve(bytes, asyncp, syncp) {
-                if let Some((t, at_sync)) = stalled {
-                    let c = if at_sync {
-                        &self.counters.sync_flush_wait_us
-                    } else {
-                        &self.counters.log_space_wait_us
-                    };
-                    c.fetch_add(t.elapsed().as_micros() as u64, Ordering::Relaxed);
+                // a wait that began at the head was counted then; one spent in the queue alone
+                // is counted now
+                let at_sync = stalled.map_or(queued.at_sync, |(at_sync, _)| at_sync);
+                let (n, us) = counters(at_sync);
+                if stalled.is_none() {
+                    n.fetch_add(1, Ordering::Relaxed);
                 }
+                us.fetch_add(queued.at.elapsed().as_micros() as u64, Ordering::Relaxed);
                 return Ok(r);
             }
             let at_sync = self.checkpoint_age() + bytes > syncp;
             if stalled.is_none() {
-                stalled = Some((Instant::now(), at_sync));
-                let c = if at_sync {
-                    &self.counters.sync_flush_waits
-                } else {
-                    &self.counters.log_space_waits
-                };
-                c.fetch_add(1, Ordering::Relaxed);
+                stalled = Some((at_sync, Instant::now()));
+                counters(at_sync).0.fetch_add(1, Ordering::Relaxed);
             }
             self.room_step(if at_sync {
                 &self.counters.pages_flushed_sync
             } else {
                 &self.counters.pages_flushed_log_space
             })?;
-            if stalled.is_some_and(|(t, _)| t.elapsed() > LOG_SPACE_WAIT_MAX) {
+            if stalled.is_some_and(|(_, t)| t.elapsed() > LOG_SPACE_WAIT_MAX) {
                 let e = Error::Poisoned(format!(
                     "the redo log stayed past the sync point for {}s: {bytes} bytes of redo \
                      could not be admitted",

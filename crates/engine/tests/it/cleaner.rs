@@ -365,3 +365,86 @@ fn the_admission_delay_is_served_before_the_first_lock() {
         "{after_first_lock} of {served} admission delays were served holding key locks"
     );
 }
+
+/// A commit queued behind one that writes for log room waits for the log as much as the one
+/// writing, and both waits are counted. One transaction too large for the room left stalls at
+/// the head of the admission queue, writing batches on a device slowed to 100 ms a sync; a
+/// small one that arrives while it stalls queues behind it. The waits counted hold both: at
+/// least the large one's time in its commit plus the small one's, less their own log writes
+/// and applies (counted from the head of the queue alone, the small one's queueing was lost).
+#[test]
+fn a_commit_queued_behind_a_stalled_one_counts_its_wait() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let mut o = opts(4096, 2048 * 4096);
+    o.set("log_file_size", "512K").unwrap();
+    o.set("adaptive_flushing", "fixed").unwrap();
+    o.set("io_capacity", "100").unwrap();
+    let (sim, db) = sim_db(o);
+    let t = db.create_table("t").unwrap();
+    let mut n = 0u64;
+    while db.status().checkpoint_age_pct < 60.0 {
+        let mut txn = db.begin();
+        for i in 0..20 {
+            txn.put(&t, &key16((n * 20 + i) % 4_000), &val(n, 200))
+                .unwrap();
+        }
+        txn.commit().unwrap();
+        n += 1;
+    }
+    let waits = |db: &Database| {
+        let f = db.status().flush;
+        (
+            f.sync_flush_waits + f.log_space_waits,
+            f.sync_flush_wait_us + f.log_space_wait_us,
+        )
+    };
+    sim.set_sync_latency(Duration::from_millis(100));
+    let (waits0, us0) = waits(&db);
+    let large_done = AtomicBool::new(false);
+    let (large_s, small_s) = std::thread::scope(|s| {
+        let large = s.spawn(|| {
+            // about 1 KB of estimated redo a write: 450 writes are 43% of the 1 MiB log
+            let mut txn = db.begin();
+            for i in 0..450u64 {
+                txn.put(&t, &key16(100_000 + i), &val(i, 200)).unwrap();
+            }
+            let at = Instant::now();
+            txn.commit().unwrap();
+            large_done.store(true, Ordering::Release);
+            at.elapsed()
+        });
+        wait_for(
+            || waits(&db).0 > waits0 || large_done.load(Ordering::Acquire),
+            "the large commit to stall",
+        );
+        assert!(
+            !large_done.load(Ordering::Acquire),
+            "premise: the large commit stalls for room"
+        );
+        let mut txn = db.begin();
+        txn.put(&t, &key16(200_000), b"small").unwrap();
+        let at = Instant::now();
+        txn.commit().unwrap();
+        let small = at.elapsed();
+        (large.join().unwrap(), small)
+    });
+    sim.set_sync_latency(Duration::ZERO);
+    let (waits1, us1) = waits(&db);
+    let counted = Duration::from_micros(us1 - us0);
+    eprintln!(
+        "large commit {large_s:?}, small {small_s:?}, {} waits counting {counted:?}",
+        waits1 - waits0
+    );
+    assert_eq!(
+        waits1 - waits0,
+        2,
+        "the large commit's wait and the small one's"
+    );
+    // each commit's own log write and fsync (100 ms) and apply are not waits for room
+    let own = Duration::from_millis(150);
+    assert!(
+        counted + 2 * own >= large_s + small_s,
+        "counted {counted:?} of waits for commits of {large_s:?} and {small_s:?}"
+    );
+    assert_check(&db);
+}
