@@ -65,6 +65,7 @@ columns!(
     dev_write_bytes,
     dev_wait_ms,
     device_probe_ms,
+    host_mem_ns,
     size_bytes,
     load_avg_1m,
     other_cpu_pct,

@@ -192,12 +192,14 @@ pub fn charts(s: &Summary, rows: &[SampleRow]) -> Vec<Chart> {
         .with(Series::new("p95", pts(rows, |r| Some(r.lat_p95_ms))))
         .with(Series::new("p99", pts(rows, |r| Some(r.lat_p99_ms))))
         .with(Series::new("max", pts(rows, |r| Some(r.lat_max_ms))));
+    // A CPU-bound engine runs at the speed of the memory it misses to: where the host's
+    // memory slows (its load time up), such an engine's throughput falls with it.
     let cpu = Chart::new(
-        "CPU: this process, other processes and the machine's load",
+        "CPU: this process, other processes, the machine's load and the host's memory",
         "seconds",
         "CPU, % of one CPU",
     )
-    .y2("load average (1 min)")
+    .y2("load average (1 min); host memory, ns per load")
     .with(Series::new("this process", pts(rows, |r| Some(r.cpu_pct))))
     .with(Series::new(
         "other processes",
@@ -207,7 +209,14 @@ pub fn charts(s: &Summary, rows: &[SampleRow]) -> Vec<Chart> {
         "of it, hypervisor steal",
         pts(rows, |r| r.steal_pct),
     ))
-    .with(Series::new("load average", pts(rows, |r| r.load_avg_1m)).right());
+    .with(Series::new("load average", pts(rows, |r| r.load_avg_1m)).right())
+    .with(
+        Series::new(
+            "host memory: ns per dependent load",
+            pts(rows, |r| r.host_mem_ns),
+        )
+        .right(),
+    );
     let ibuf = change_buffer_chart(rows);
     let events: Vec<(f64, String)> = rows
         .iter()

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use super::iobound::{parse_size, IoFigures};
 use crate::metrics::{Kind, METRICS};
 use crate::recorder::KindSummary;
+use crate::sampler::host::HOST_SLOW_FRAC;
 use crate::sampler::probe::DEVICE_STALL_MS;
 use crate::sampler::SampleRow;
 use crate::stability::{relative_to_rolling_median, stability, Stability, DETREND_WINDOW_S};
@@ -112,6 +113,20 @@ pub struct Summary {
     /// median still over every second): how level the engine ran where the device let it.
     #[serde(default)]
     pub detrended_p1_over_mean_device_ok: Option<f64>,
+    /// Measured seconds in which the host's memory ran slow: the host probe's load took
+    /// [`HOST_SLOW_FRAC`] of its 30-second rolling median or longer (`sampler::host`). None
+    /// without the probe's figures.
+    #[serde(default)]
+    pub host_slow_seconds: Option<u64>,
+    /// The detrended p1/mean over the measured seconds in which the host's memory did not run
+    /// slow: how level the engine ran where the host let it.
+    #[serde(default)]
+    pub detrended_p1_over_mean_host_ok: Option<f64>,
+    /// The correlation of the detrended throughput with the host's memory speed (the probe's
+    /// loads per second relative to their rolling median), -1 to 1: near 0 where the engine's
+    /// line is its own, high where it follows the host.
+    #[serde(default)]
+    pub host_speed_correlation: Option<f64>,
     pub checkpoint_age_max_pct: Option<f64>,
     pub checkpoint_age_max_bytes: Option<u64>,
     pub dirty_pct_mean: Option<f64>,
@@ -255,6 +270,68 @@ pub fn config_hash(workload: &str, engine: &str, config: &BTreeMap<String, Strin
     format!("{h:016x}")
 }
 
+/// The host probe's figures over a run's measured seconds ([`host_figures`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct HostFigures {
+    slow_seconds: u64,
+    p1_over_mean_ok: f64,
+    correlation: Option<f64>,
+}
+
+/// The host's slow seconds, the detrended p1/mean without them, and the correlation of the
+/// detrended throughput `rel` (one value per row of `m`) with the host's memory speed; None
+/// unless the probe measured at least half the seconds. The host's load time is taken relative
+/// to its own rolling median over the seconds it measured, as the throughput is, so a slow
+/// drift of either divides out and what remains is the seconds the host's memory slowed.
+fn host_figures(m: &[&SampleRow], rel: &[f64]) -> Option<HostFigures> {
+    let measured: Vec<(f64, f64)> = m
+        .iter()
+        .zip(rel)
+        .filter_map(|(r, &v)| r.host_mem_ns.filter(|ns| *ns > 0.0).map(|ns| (v, ns)))
+        .collect();
+    if measured.is_empty() || measured.len() * 2 < m.len() {
+        return None;
+    }
+    let ns: Vec<f64> = measured.iter().map(|(_, ns)| *ns).collect();
+    let slower = relative_to_rolling_median(&ns, DETREND_WINDOW_S);
+    let slow: Vec<bool> = slower.iter().map(|x| *x >= HOST_SLOW_FRAC).collect();
+    let ok: Vec<f64> = measured
+        .iter()
+        .zip(&slow)
+        .filter(|(_, s)| !**s)
+        .map(|((v, _), _)| *v)
+        .collect();
+    let st = stability(&ok);
+    let speed: Vec<f64> = slower
+        .iter()
+        .map(|x| if *x > 0.0 { 1.0 / x } else { 0.0 })
+        .collect();
+    let tput: Vec<f64> = measured.iter().map(|(v, _)| *v).collect();
+    Some(HostFigures {
+        slow_seconds: slow.iter().filter(|s| **s).count() as u64,
+        p1_over_mean_ok: if st.mean > 0.0 { st.p1 / st.mean } else { 0.0 },
+        correlation: correlation(&tput, &speed),
+    })
+}
+
+/// Pearson's correlation of two series of equal length; None when either is constant.
+fn correlation(a: &[f64], b: &[f64]) -> Option<f64> {
+    let n = a.len().min(b.len());
+    if n < 2 {
+        return None;
+    }
+    let mean = |x: &[f64]| x[..n].iter().sum::<f64>() / n as f64;
+    let (ma, mb) = (mean(a), mean(b));
+    let (mut sab, mut saa, mut sbb) = (0.0, 0.0, 0.0);
+    for i in 0..n {
+        let (x, y) = (a[i] - ma, b[i] - mb);
+        sab += x * y;
+        saa += x * x;
+        sbb += y * y;
+    }
+    (saa > 0.0 && sbb > 0.0).then(|| sab / (saa * sbb).sqrt())
+}
+
 impl Summary {
     /// Fill the common figures from the measured rows (`excluded` rows are skipped).
     pub fn from_rows(
@@ -289,6 +366,7 @@ impl Summary {
                 0.0
             }
         });
+        let host = host_figures(&m, &rel);
         let secs = m.len().max(1) as f64;
         let ops: u64 = m.iter().map(|r| r.ops).sum();
         let per_op = |x: f64| if ops == 0 { 0.0 } else { x / ops as f64 };
@@ -380,6 +458,9 @@ impl Summary {
                 .as_ref()
                 .map(|s| s.iter().filter(|x| **x).count() as u64),
             detrended_p1_over_mean_device_ok: device_ok,
+            host_slow_seconds: host.map(|h| h.slow_seconds),
+            detrended_p1_over_mean_host_ok: host.map(|h| h.p1_over_mean_ok),
+            host_speed_correlation: host.and_then(|h| h.correlation),
             checkpoint_age_max_pct: m
                 .iter()
                 .filter_map(|r| r.engine.checkpoint_age_pct)
@@ -609,8 +690,18 @@ pub fn stability_line(what: &str, s: &Summary) -> String {
         ),
         _ => String::new(),
     };
+    let host = match (s.host_slow_seconds, s.detrended_p1_over_mean_host_ok) {
+        (Some(n), Some(ok)) => format!(
+            "; the host's memory ran slow (a load {:.0}% over its rolling median) in {n} seconds, p1/mean against the rolling median without them {ok:.2}{}",
+            (HOST_SLOW_FRAC - 1.0) * 100.0,
+            s.host_speed_correlation
+                .map(|c| format!(", the throughput's correlation with the host's memory speed {c:.2}"))
+                .unwrap_or_default()
+        ),
+        _ => String::new(),
+    };
     format!(
-        "stability ({what}): mean {:.1}, p1 {:.1} ({p1_over_mean:.2} of the mean), min {:.1}, cv {:.3}, seconds below half mean {}, zero seconds {}, longest zero run {}; against the 30 s rolling median: p1/mean {:.2}, min {:.2}, seconds below half {}{device}",
+        "stability ({what}): mean {:.1}, p1 {:.1} ({p1_over_mean:.2} of the mean), min {:.1}, cv {:.3}, seconds below half mean {}, zero seconds {}, longest zero run {}; against the 30 s rolling median: p1/mean {:.2}, min {:.2}, seconds below half {}{device}{host}",
         s.throughput_mean,
         s.throughput_p1,
         s.throughput_min,

@@ -88,6 +88,9 @@ pub fn render(workload: &str, vary: &str, runs: &[SweepRun]) -> String {
                 "s < 1/2 (30 s median)",
                 "device stall s",
                 "p1/mean (30 s median, device ok)",
+                "host slow s",
+                "p1/mean (30 s median, host ok)",
+                "corr. with host memory",
                 "tpmC",
                 "flush policy",
                 "max ckpt age %",
@@ -125,6 +128,10 @@ pub fn render(workload: &str, vary: &str, runs: &[SweepRun]) -> String {
                 .map_or("-".to_string(), |v| v.to_string()),
             s.detrended_p1_over_mean_device_ok
                 .map_or("-".to_string(), |v| format!("{v:.2}")),
+            s.host_slow_seconds
+                .map_or("-".to_string(), |v| v.to_string()),
+            opt(s.detrended_p1_over_mean_host_ok),
+            opt(s.host_speed_correlation),
             s.tpmc.map_or("-".into(), |t| format!("{t:.0}")),
             s.flush_policy.clone().unwrap_or_else(|| "-".into()),
             opt(s.checkpoint_age_max_pct),
@@ -196,6 +203,11 @@ pub fn render(workload: &str, vary: &str, runs: &[SweepRun]) -> String {
             "Device probe: the slowest durable 4 KiB write of each second (100 ms or more: a device stall)",
             "ms",
             |x: &SampleRow| x.device_probe_ms,
+        ),
+        (
+            "Host probe: the host's memory, ns per dependent load (a CPU-bound engine slows with it)",
+            "ns",
+            |x: &SampleRow| x.host_mem_ns,
         ),
     ] {
         let mut c = Chart::new(title, "seconds", unit);

@@ -7,6 +7,7 @@
 //! so a busy neighbour can be told from the engine.
 //! Rows are what timeseries.csv, the report and the stability figures use.
 
+pub mod host;
 pub mod probe;
 pub mod proc;
 
@@ -20,6 +21,7 @@ use serde::{Deserialize, Serialize};
 use crate::driver::{Driver, EngineStats};
 use crate::metrics::EngineInterval;
 use crate::recorder::Recorder;
+use host::HostProbe;
 use probe::DeviceProbe;
 use proc::{dir_size, DiskCounters, MachineCounters, ProcCounters, ProcReader};
 
@@ -124,6 +126,13 @@ pub struct SampleRow {
     /// interval, ms; the probe writes every 10 ms (`sampler::probe`). 100 ms or more is a
     /// device stall: durable commits on any engine waited that long.
     pub device_probe_ms: Option<f64>,
+    /// The host's memory in the interval: the median time of one dependent load over an array
+    /// larger than the cache, ns (`sampler::host`). A CPU-bound engine runs at the speed of
+    /// the memory it misses to, and on a virtual machine that speed moves with the host's
+    /// other tenants; a second at [`host::HOST_SLOW_FRAC`] of the run's rolling median or
+    /// slower is one the host slowed, on any engine.
+    #[serde(default)]
+    pub host_mem_ns: Option<f64>,
     pub size_bytes: Option<u64>,
     /// The machine's 1-minute load average at the end of the interval.
     pub load_avg_1m: Option<f64>,
@@ -151,6 +160,7 @@ pub struct Sampler {
     reader: ProcReader,
     data_dir: Option<PathBuf>,
     probe: Option<DeviceProbe>,
+    host: Option<HostProbe>,
 }
 
 impl Sampler {
@@ -161,6 +171,7 @@ impl Sampler {
             .as_deref()
             .and_then(|d| d.parent())
             .and_then(DeviceProbe::start);
+        let host = HostProbe::start();
         let now = Instant::now();
         Sampler {
             started: now,
@@ -174,6 +185,7 @@ impl Sampler {
             reader,
             data_dir,
             probe,
+            host,
         }
     }
 
@@ -240,7 +252,12 @@ impl Sampler {
             kinds,
             engine: EngineInterval::between(&e, &self.engine),
             cpu_pct: 100.0 * own_cpu_s / secs,
-            rss_bytes: p.rss_bytes,
+            // the host probe's array lives in this process, not in the engine's
+            rss_bytes: if self.host.is_some() {
+                p.rss_bytes.saturating_sub(host::ARRAY_BYTES as u64)
+            } else {
+                p.rss_bytes
+            },
             io_read_bytes: p.read_bytes.saturating_sub(self.proc_before.read_bytes),
             io_write_bytes: p.write_bytes.saturating_sub(self.proc_before.write_bytes),
             dev_reads: disk.map(|d| {
@@ -264,6 +281,7 @@ impl Sampler {
                     .saturating_sub(self.disk_before.map_or(0, |b| b.weighted_ms))
             }),
             device_probe_ms: self.probe.as_ref().and_then(DeviceProbe::take_max_ms),
+            host_mem_ns: self.host.as_ref().and_then(HostProbe::take_ns),
             size_bytes: self.data_dir.as_deref().map(dir_size),
             load_avg_1m: machine.map(|m| m.load_avg_1m),
             other_cpu_pct,

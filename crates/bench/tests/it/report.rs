@@ -97,6 +97,7 @@ pub(crate) fn recorded() -> Vec<SampleRow> {
             dev_write_bytes: Some(3_604_480),
             dev_wait_ms: Some(if t == 31 { 9_000 } else { 300 }),
             device_probe_ms: Some(if t == 31 { 400.0 } else { 2.0 }),
+            host_mem_ns: None,
             size_bytes: Some(1_000_000_000),
             load_avg_1m: Some(1.5 + (t % 3) as f64),
             other_cpu_pct: Some(if (40..45).contains(&t) { 150.0 } else { 10.0 }),
@@ -518,4 +519,53 @@ fn device_stalls_are_counted_and_set_apart() {
     let s = Summary::from_rows("tpcc", "evenkeel", Default::default(), "New-Order", &rows);
     assert_eq!(s.device_stall_seconds, None);
     assert_eq!(s.detrended_p1_over_mean_device_ok, None);
+}
+
+/// Seconds in which the host probe's loads ran 10% or more over their rolling median are the
+/// host's slow seconds: the host-ok figure leaves them out, and the correlation says the
+/// throughput followed the host. An engine whose line does not follow the host shows a low
+/// correlation; a run without the probe's figures has none.
+#[test]
+fn the_hosts_slow_seconds_are_counted_and_set_apart() {
+    let mut rows = recorded();
+    let slow = |t: u64| (20..28).contains(&t);
+    for r in &mut rows {
+        r.ops = if slow(r.t_s) { 80 } else { 100 + r.t_s % 7 };
+        r.host_mem_ns = Some(if slow(r.t_s) {
+            300.0
+        } else {
+            200.0 + (r.t_s % 5) as f64
+        });
+    }
+    let s = Summary::from_rows("insert", "evenkeel", Default::default(), "insert", &rows);
+    assert_eq!(s.host_slow_seconds, Some(8));
+    assert!(
+        s.detrended_p1_over_mean < 0.85,
+        "the dip shows: {}",
+        s.detrended_p1_over_mean
+    );
+    let ok = s.detrended_p1_over_mean_host_ok.expect("probed");
+    assert!(
+        ok > 0.9,
+        "without the host's slow seconds the run is level: {ok}"
+    );
+    let c = s.host_speed_correlation.expect("a correlation");
+    assert!(c > 0.8, "the throughput followed the host: {c}");
+    let line = evenkeel_bench::report::summary::stability_line("rows/s", &s);
+    assert!(line.contains("the host's memory ran slow"), "{line}");
+    // the same host under a line of its own
+    for r in &mut rows {
+        r.ops = 100 + r.t_s % 7;
+    }
+    let s = Summary::from_rows("insert", "evenkeel", Default::default(), "insert", &rows);
+    let c = s.host_speed_correlation.expect("a correlation");
+    assert!(c.abs() < 0.5, "a line of its own: {c}");
+    // no probe, no figures
+    for r in &mut rows {
+        r.host_mem_ns = None;
+    }
+    let s = Summary::from_rows("insert", "evenkeel", Default::default(), "insert", &rows);
+    assert_eq!(s.host_slow_seconds, None);
+    assert_eq!(s.detrended_p1_over_mean_host_ok, None);
+    assert_eq!(s.host_speed_correlation, None);
 }
