@@ -131,13 +131,7 @@ fn run(s: &Shared) {
             best = best.min(t.elapsed().as_secs_f64() * 1e9 / LOADS as f64);
         }
         s.samples.lock().push(best);
-        next += PROBE_EVERY;
-        let now = Instant::now();
-        if next > now {
-            std::thread::sleep(next - now);
-        } else {
-            next = now;
-        }
+        super::sleep_to_next(&mut next, PROBE_EVERY);
     }
 }
 

@@ -147,6 +147,18 @@ pub struct SampleRow {
     pub event: Option<String>,
 }
 
+/// A probe thread's pacing: sleeps until `next` plus `every` and moves `next` there; a probe
+/// already past it (behind after a stall) starts its next round now, not a burst of them.
+fn sleep_to_next(next: &mut Instant, every: std::time::Duration) {
+    *next += every;
+    let now = Instant::now();
+    if *next > now {
+        std::thread::sleep(*next - now);
+    } else {
+        *next = now;
+    }
+}
+
 /// Turns counters into per-interval rows.
 pub struct Sampler {
     started: Instant,

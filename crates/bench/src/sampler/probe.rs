@@ -129,14 +129,7 @@ fn run(s: &Shared, file: &File, block: &[u8]) {
         }
         s.max_us.fetch_max(took, Ordering::AcqRel);
         s.probes.fetch_add(1, Ordering::AcqRel);
-        next += PROBE_EVERY;
-        let now = Instant::now();
-        if next > now {
-            std::thread::sleep(next - now);
-        } else {
-            // behind after a stall: start the next probe now, not a burst of them
-            next = now;
-        }
+        super::sleep_to_next(&mut next, PROBE_EVERY);
     }
 }
 
