@@ -194,7 +194,7 @@ pub fn charts(s: &Summary, rows: &[SampleRow]) -> Vec<Chart> {
         .with(Series::new("max", pts(rows, |r| Some(r.lat_max_ms))));
     // A CPU-bound engine runs at the speed of the memory it misses to: where the host's
     // memory slows (its load time up), such an engine's throughput falls with it.
-    let cpu = Chart::new(
+    let mut cpu = Chart::new(
         "CPU: this process, other processes, the machine's load and the host's memory",
         "seconds",
         "CPU, % of one CPU",
@@ -209,14 +209,16 @@ pub fn charts(s: &Summary, rows: &[SampleRow]) -> Vec<Chart> {
         "of it, hypervisor steal",
         pts(rows, |r| r.steal_pct),
     ))
-    .with(Series::new("load average", pts(rows, |r| r.load_avg_1m)).right())
-    .with(
-        Series::new(
-            "host memory: ns per dependent load",
-            pts(rows, |r| r.host_mem_ns),
-        )
-        .right(),
-    );
+    .with(Series::new("load average", pts(rows, |r| r.load_avg_1m)).right());
+    if rows.iter().any(|r| r.host_mem_ns.is_some()) {
+        cpu = cpu.with(
+            Series::new(
+                "host memory: ns per dependent load",
+                pts(rows, |r| r.host_mem_ns),
+            )
+            .right(),
+        );
+    }
     let ibuf = change_buffer_chart(rows);
     let events: Vec<(f64, String)> = rows
         .iter()

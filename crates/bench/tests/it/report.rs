@@ -97,7 +97,7 @@ pub(crate) fn recorded() -> Vec<SampleRow> {
             dev_write_bytes: Some(3_604_480),
             dev_wait_ms: Some(if t == 31 { 9_000 } else { 300 }),
             device_probe_ms: Some(if t == 31 { 400.0 } else { 2.0 }),
-            host_mem_ns: None,
+            host_mem_ns: Some(180.0 + (t % 4) as f64),
             size_bytes: Some(1_000_000_000),
             load_avg_1m: Some(1.5 + (t % 3) as f64),
             other_cpu_pct: Some(if (40..45).contains(&t) { 150.0 } else { 10.0 }),
@@ -307,17 +307,21 @@ fn report_renders_from_recorded_series_and_svg_parses() {
     assert!(page.contains("<h2>Flushing</h2>"));
     layout_rules_hold(&charts, &titles);
     // The machine beside the run: the CPU chart has the other processes and the load average.
-    let cpu = chart("CPU: this process, other processes and the machine's load");
+    let cpu = chart("CPU: this process, other processes, the machine's load and the host's memory");
     assert_eq!(
         names(&cpu),
         [
             "this process",
             "other processes",
             "of it, hypervisor steal",
-            "load average"
+            "load average",
+            "host memory: ns per dependent load"
         ]
     );
     assert!(texts(&cpu).iter().any(|x| x == "load average (right axis)"));
+    assert!(texts(&cpu)
+        .iter()
+        .any(|x| x == "host memory: ns per dependent load (right axis)"));
     assert_eq!(s.other_cpu_pct_max, Some(150.0));
     assert_eq!(s.steal_pct_max, Some(100.0));
     // 5 of the 55 measured seconds at 100%: a mean (9.1%) under the warning threshold.
