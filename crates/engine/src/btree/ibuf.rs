@@ -1310,8 +1310,9 @@ mod tests {
         };
         let before = evicted();
         for i in 0..50u64 {
+            // odd keys are absent (the index holds even ones): their gets read a leaf all the same
             let key = k((5000 + i * 97) as _);
-            assert!(db.begin().get(&idx, &key).unwrap().is_some());
+            db.begin().get(&idx, &key).unwrap();
             if evicted() > before {
                 break;
             }
