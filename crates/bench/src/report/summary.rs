@@ -295,13 +295,6 @@ fn host_figures(m: &[&SampleRow], rel: &[f64]) -> Option<HostFigures> {
     let ns: Vec<f64> = measured.iter().map(|(_, ns)| *ns).collect();
     let slower = relative_to_rolling_median(&ns, DETREND_WINDOW_S);
     let slow: Vec<bool> = slower.iter().map(|x| *x >= HOST_SLOW_FRAC).collect();
-    let ok: Vec<f64> = measured
-        .iter()
-        .zip(&slow)
-        .filter(|(_, s)| !**s)
-        .map(|((v, _), _)| *v)
-        .collect();
-    let st = stability(&ok);
     let speed: Vec<f64> = slower
         .iter()
         .map(|x| if *x > 0.0 { 1.0 / x } else { 0.0 })
@@ -309,9 +302,26 @@ fn host_figures(m: &[&SampleRow], rel: &[f64]) -> Option<HostFigures> {
     let tput: Vec<f64> = measured.iter().map(|(v, _)| *v).collect();
     Some(HostFigures {
         slow_seconds: slow.iter().filter(|s| **s).count() as u64,
-        p1_over_mean_ok: if st.mean > 0.0 { st.p1 / st.mean } else { 0.0 },
+        p1_over_mean_ok: p1_over_mean_without(&tput, &slow),
         correlation: correlation(&tput, &speed),
     })
+}
+
+/// p1/mean of `rel` over the seconds `skip` does not mark (the device's stalls, the host's
+/// slow seconds); 0 when nothing is left.
+fn p1_over_mean_without(rel: &[f64], skip: &[bool]) -> f64 {
+    let ok: Vec<f64> = rel
+        .iter()
+        .zip(skip)
+        .filter(|(_, s)| !**s)
+        .map(|(v, _)| *v)
+        .collect();
+    let st = stability(&ok);
+    if st.mean > 0.0 {
+        st.p1 / st.mean
+    } else {
+        0.0
+    }
 }
 
 /// Pearson's correlation of two series of equal length; None when either is constant.
@@ -352,20 +362,9 @@ impl Summary {
             .iter()
             .map(|r| r.device_probe_ms.map(|ms| ms >= DEVICE_STALL_MS))
             .collect();
-        let device_ok = stalled.as_ref().map(|stalled| {
-            let ok: Vec<f64> = rel
-                .iter()
-                .zip(stalled)
-                .filter(|(_, s)| !**s)
-                .map(|(v, _)| *v)
-                .collect();
-            let st = stability(&ok);
-            if st.mean > 0.0 {
-                st.p1 / st.mean
-            } else {
-                0.0
-            }
-        });
+        let device_ok = stalled
+            .as_ref()
+            .map(|stalled| p1_over_mean_without(&rel, stalled));
         let host = host_figures(&m, &rel);
         let secs = m.len().max(1) as f64;
         let ops: u64 = m.iter().map(|r| r.ops).sum();

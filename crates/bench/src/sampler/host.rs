@@ -6,11 +6,12 @@
 //! Why: an engine whose rate the CPU sets spends most of its time in cache misses (B-tree
 //! searches, page lookups, lock tables), so it runs at the speed of the memory it misses to.
 //! On a virtual machine that speed is the host's, shared with its other tenants, and it moves:
-//! on the 2-core machine the workbench was built on, the same chain ran 0.76-1.27 times its
-//! mean from one second to the next, in waves of 10-50 seconds, with no process of this
-//! machine using the CPU (docs/measurements.md, "The host's memory speed"). A throughput line
-//! that follows such a wave is the host's, not the engine's; this probe shows which seconds
-//! those were, on every engine alike, as the device probe does for the storage.
+//! on the 2-core machine the workbench was built on, such a chain over 256 MiB ran 0.76-1.27
+//! times its mean from one second to the next, in waves of 10-50 seconds, with nothing else
+//! running (docs/measurements.md, "The host's memory speed, and stalls counted from the
+//! queue"). A throughput line that follows such a wave is the host's, not the engine's; this
+//! probe shows which seconds those were, on every engine alike, as the device probe does for
+//! the storage.
 //!
 //! Each sample is the fastest of [`CHUNKS`] chunks of [`LOADS`] loads, so a chunk the
 //! scheduler preempted does not count as slow memory; the probe costs about 1% of one CPU and
@@ -95,18 +96,15 @@ fn median(v: &mut [f64]) -> Option<f64> {
     })
 }
 
-/// One random cycle through `n` slots (Sattolo's algorithm): following `a[i]` from any slot
-/// visits every slot before it returns, so the chain never settles into a cached loop.
+/// One random cycle through `n` slots: Sattolo's algorithm makes a random cyclic
+/// permutation, so following `a[i]` from any slot visits every slot before it returns and
+/// the chain never settles into a cached loop. Built in place, in one array.
 fn cycle(n: usize, seed: u64) -> Vec<u32> {
-    let mut perm: Vec<u32> = (0..n as u32).collect();
+    let mut a: Vec<u32> = (0..n as u32).collect();
     let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
     for i in (1..n).rev() {
         let j = rng.gen_range(0..i);
-        perm.swap(i, j);
-    }
-    let mut a = vec![0u32; n];
-    for w in 0..n {
-        a[perm[w] as usize] = perm[(w + 1) % n];
+        a.swap(i, j);
     }
     a
 }

@@ -588,9 +588,9 @@ impl Durability {
     /// The wait counted is the commit's whole wait, from when it joined the queue: a commit
     /// queued behind one that writes for room waits for log room as much as the one writing,
     /// and stalls counted from the head of the queue alone understate what the clients lost
-    /// (docs/measurements.md, "Stalls counted from the queue"). A commit that finds room at
-    /// once when its turn comes counts its time in the queue under the reason found when it
-    /// joined it.
+    /// (docs/measurements.md, "The host's memory speed, and stalls counted from the queue").
+    /// A commit that finds room at once when its turn comes counts its time in the queue
+    /// under the reason found when it joined it.
     ///
     /// Every policy's commits come here, steady's too: the thread at the head of the queue
     /// writes the oldest pages nobody is writing (the page cleaner's batches are skipped, so
