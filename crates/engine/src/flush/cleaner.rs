@@ -54,6 +54,10 @@ struct Meter {
     dirtied_per_redo_byte: f64,
 }
 
+/// The longest the page cleaner stands in for the pace's writer in one loop
+/// ([`Durability::pace_stand_in`]): the loop measures and plans again within this.
+const STAND_IN_MAX: Duration = Duration::from_millis(50);
+
 /// The wall time over which the device's page-write rate is measured: every writer's pages
 /// (the page cleaner's, the LRU cleaner's, user threads') over the window, in a window where
 /// page writes were in flight for at least [`DEVICE_BUSY_FRAC`] of it (one that kept the
@@ -146,6 +150,8 @@ struct LoopStart {
 struct Measured {
     /// Seconds since the previous loop.
     elapsed: f64,
+    /// The loop's period.
+    period: Duration,
     knobs: Options,
     inputs: FlushInputs,
 }
@@ -231,6 +237,7 @@ impl CleanerState {
         let inputs = self.inputs(dur, &start, &knobs, &rates);
         Measured {
             elapsed,
+            period: start.period,
             knobs,
             inputs,
         }
@@ -406,6 +413,13 @@ impl CleanerState {
                 return false;
             }
         };
+        if let Some(pace) = plan.pace {
+            let until = Instant::now() + m.period.min(STAND_IN_MAX);
+            if let Err(e) = dur.pace_stand_in(pace, until) {
+                tracing::error!("page cleaner stops: {e}");
+                return false;
+            }
+        }
         let lru = dur
             .counters
             .pages_flushed_lru
@@ -491,8 +505,9 @@ fn set_lru_target(dur: &Durability, plan: &FlushPlan, inp: &FlushInputs) {
     }
 }
 
-/// Pages user threads wrote themselves: sync point, log space, the pace's waits, max-dirty,
-/// single-page (free frame).
+/// Pages written outside the cleaner's plans: by user threads (sync point, log space, the
+/// pace's waits, max-dirty, single-page for a free frame) and by the cleaner standing in for
+/// the pace's writer (counted with the pace's waits: the same writes, made for the same pace).
 fn foreground_flushed(dur: &Durability) -> u64 {
     let c = &dur.counters;
     c.pages_flushed_sync.load(Ordering::Relaxed)

@@ -38,7 +38,9 @@
 //!   for less than that half for 5 s.
 //!   In that mode, where the log's lap is a second or more, a pace holds the log's head to
 //!   the checkpoint's averaged advance, with the age 4.5% of the log under the sync point, so the log absorbs the tail's
-//!   uneven advance instead of repeating it lap after lap ([`Steady::pace`]). A commit that finds no room does the same at any time
+//!   uneven advance instead of repeating it lap after lap ([`Steady::pace`]); a held
+//!   commit writes the oldest pages while it waits, and while no commit is held with the age
+//!   past the pace's target the page cleaner writes them (`Durability::pace_stand_in`). A commit that finds no room does the same at any time
 //!   (one commit's redo a large share of a small log);
 //! - LRU: free frames for 10 ms of reads plus one 64-page read-ahead extent, which the LRU
 //!   cleaner (flush/lru.rs) keeps ready continuously.
@@ -353,8 +355,10 @@ impl Steady {
     /// pace followed it down (17,565 rows/s against 28,600 on the holes' insert setup), and
     /// with a writer only within a point of the target the device stayed a fifth short in the
     /// matrix's cells with a 1 GiB pool and 2 x 4 MiB of redo, where the age sat under that
-    /// point (docs/measurements.md, "A pace on the log's head"). The commits' room stays the
-    /// backstop.
+    /// point (docs/measurements.md, "A pace on the log's head"). Where the commits run slower
+    /// than the line (the engine short of CPU), the pace holds nobody; then, with the age past
+    /// the target, the page cleaner writes in the held writer's stead
+    /// (`Durability::pace_stand_in`). The commits' room stays the backstop.
     ///
     /// The target is on the checkpoint age, not on the log in use: with a small log the
     /// space promised to transactions in flight is a large share of it (a third of a 4 MiB
