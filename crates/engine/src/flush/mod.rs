@@ -366,10 +366,7 @@ impl Durability {
                     || now.elapsed() < wait && self.checkpoint_age() >= pace.write_from,
                     || {
                         // a failed write poisons the engine (flush_oldest); the commit finds it
-                        let n = self.flush_oldest(FLUSH_BATCH_PAGES).ok()?;
-                        self.counters
-                            .pages_flushed_pace
-                            .fetch_add(n as u64, Ordering::Relaxed);
+                        let n = self.pace_batch().ok()?;
                         let _ = self.checkpoint();
                         Some(n)
                     },
@@ -398,17 +395,24 @@ impl Durability {
         };
         let mut written = 0u64;
         while Instant::now() < until && self.checkpoint_age() >= pace.target {
-            let n = self.flush_oldest(FLUSH_BATCH_PAGES)?;
+            let n = self.pace_batch()?;
             if n == 0 {
                 break;
             }
             written += n as u64;
-            self.counters
-                .pages_flushed_pace
-                .fetch_add(n as u64, Ordering::Relaxed);
             self.checkpoint()?;
         }
         Ok(written)
+    }
+
+    /// One batch of the oldest pages written for the pace, by a held transaction or by the
+    /// cleaner in its stead, counted in `pages_flushed_pace`.
+    fn pace_batch(&self) -> Result<usize> {
+        let n = self.flush_oldest(FLUSH_BATCH_PAGES)?;
+        self.counters
+            .pages_flushed_pace
+            .fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
     }
 
     /// check_max_dirty_foreground: while dirty pages exceed max_dirty_pages_pct, a
