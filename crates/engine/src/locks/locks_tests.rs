@@ -381,3 +381,41 @@ fn random_contention_leaves_the_table_idle() {
     }
     assert!(lt.is_idle());
 }
+
+#[test]
+fn a_transaction_charges_locks_from_chunks_and_may_use_the_whole_limit() {
+    // 1/1024 of this limit is a chunk of 1,000 bytes, about five locks of 2-byte keys.
+    let limit = 1_024_000;
+    let cost = lock_cost_bytes(2);
+    let lt = Arc::new(LockTable::new(LockLimits {
+        memory_max_bytes: limit,
+    }));
+    lt.lock(txn(1), T, b"k0", X, LONG).unwrap();
+    lt.lock(txn(1), T, b"k1", X, LONG).unwrap();
+    // the stats count what the locks are charged, not the credit taken with them
+    assert_eq!(lt.stats().memory_used_bytes, 2 * cost);
+    // the last chunk does not fit whole: the transaction still gets up to the limit
+    let mut granted = 2;
+    let err = loop {
+        let key = format!("{:02}", granted % 100);
+        match lt.lock(txn(1), TableId(granted / 100), key.as_bytes(), X, LONG) {
+            Ok(()) => granted += 1,
+            Err(e) => break e,
+        }
+    };
+    assert!(matches!(err, Error::LockMemoryExhausted { .. }), "{err}");
+    let granted = granted as usize;
+    assert!(
+        granted * cost <= limit && limit < (granted + 1) * cost,
+        "{granted} locks of {cost} bytes under a limit of {limit}"
+    );
+    assert_eq!(lt.stats().memory_used_bytes, granted * cost);
+    // another transaction finds nothing left, and its refusal leaves nothing behind
+    let err = lt.lock(txn(2), T, b"zz", X, LONG).unwrap_err();
+    assert!(matches!(err, Error::LockMemoryExhausted { .. }), "{err}");
+    lt.release_all(txn(1));
+    assert!(lt.is_idle());
+    lt.lock(txn(2), T, b"zz", X, LONG).unwrap();
+    lt.release_all(txn(2));
+    assert!(lt.is_idle());
+}

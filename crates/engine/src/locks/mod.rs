@@ -12,18 +12,28 @@
 //!   true graph. Only a new wait (or an upgrade) adds edges, so the request that would close a
 //!   cycle is refused with `Error::Deadlock` before it sleeps; nobody else is ever chosen.
 //! - Every lock a transaction holds or waits for is charged `key.len() + LOCK_OVERHEAD_BYTES`
-//!   against `memory_max_bytes` before anything is inserted; a request over the limit fails
-//!   with `Error::LockMemoryExhausted` and changes nothing; every charge is refunded exactly once
-//!   (on release, timeout or deadlock), so after `release_all` the total is back where it was.
-//! - Lock order: a shard mutex, then the wait-graph mutex. The per-transaction index is never
-//!   locked while a shard mutex is held, and no thread holds two shard mutexes.
+//!   before anything is inserted, from the transaction's credit: bytes taken from
+//!   `memory_max_bytes` in chunks ([`LockTable::credit_chunk`]), so the limit's shared counter
+//!   is written once per chunk and once at `release_all`, not twice per lock (its cache line
+//!   moving between cores was most of a lock's cost under four writers). A request for which
+//!   neither a chunk nor its own bytes fit under the limit fails with
+//!   `Error::LockMemoryExhausted` and changes nothing. Every charge goes back to the limit
+//!   exactly once (on a timeout or deadlock, with the credit too when the transaction holds no
+//!   lock; the rest with the credit at `release_all`), so after `release_all` the total is back
+//!   where it was. `memory_used_bytes` counts charges,
+//!   not credit; the limit counts both, so a request may fail while up to a chunk per
+//!   transaction is credit nobody uses yet.
+//! - Lock order: a shard mutex, then the wait-graph mutex or a per-transaction index mutex
+//!   (never the other way round), and no thread holds two shard mutexes.
 //!
 //! A transaction is used by one thread at a time: it waits for at most one lock, and
 //! `release_all` is not called while one of its requests is waiting.
 
 use crate::error::{Error, Result};
 use crate::types::{TableId, TxnId};
+use hashbrown::hash_table::{Entry, HashTable};
 use parking_lot::{Condvar, Mutex, MutexGuard};
+use smallvec::SmallVec;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
@@ -31,16 +41,28 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Bytes charged per lock held or waited for, on top of the key bytes: an estimate of the
-/// request entry (16), the key's hash-map slot and queue (~90), the shared key allocation's
-/// header (16) and the transaction's index entry (24), rounded up for allocator slack.
-pub const LOCK_OVERHEAD_BYTES: usize = 160;
+/// key's queue in its shard's table (~130 with its control byte and load-factor slack), the
+/// shared key allocation's header (16) and the transaction's index entry (32), rounded up
+/// for allocator slack.
+pub const LOCK_OVERHEAD_BYTES: usize = 200;
 
 /// The hasher of the shards and the queues' maps: keys are hashed several times per lock and
 /// release, and SipHash was a visible share of a commit's CPU; foldhash is seeded per process.
 type FastHash = foldhash::fast::RandomState;
 
-/// Per transaction, the keys it holds (for `release_all`).
-type HeldIndex = HashMap<TxnId, Vec<(TableId, Arc<[u8]>)>, FastHash>;
+/// What one transaction holds: its keys (for `release_all`), each with its hash ([`Spot`]),
+/// and the lock memory taken from the limit for it and not charged yet.
+#[derive(Default)]
+struct Held {
+    locks: Vec<(TableId, Arc<[u8]>, u64)>,
+    credit: usize,
+}
+
+/// Per transaction, what it holds.
+type HeldIndex = HashMap<TxnId, Held, FastHash>;
+
+/// The most lock memory a transaction takes from the limit at once ([`LockTable::credit_chunk`]).
+const CREDIT_CHUNK_MAX: usize = 16 * 1024;
 
 /// Mutex shards over hash(table, key); also the shard count of the per-transaction index.
 const SHARDS: usize = 64;
@@ -95,11 +117,35 @@ struct Request {
     mode: LockMode,
 }
 
+/// Where a (table, key) lives: its hash, computed once per request or release and used for
+/// both the shard (bits 40-45) and the shard's table (hashbrown probes with the low bits and
+/// tags with the top 7, so the shard's bits are neither).
+#[derive(Clone, Copy)]
+struct Spot<'k> {
+    table: TableId,
+    key: &'k [u8],
+    hash: u64,
+}
+
+impl Spot<'_> {
+    fn shard(&self) -> usize {
+        (self.hash >> 40) as usize % SHARDS
+    }
+
+    fn is(&self, q: &LockQueue) -> bool {
+        q.table == self.table && *q.key == *self.key
+    }
+}
+
 /// Holders and waiters of one key. At most one granted entry and one waiting entry per txn.
 struct LockQueue {
+    table: TableId,
+    /// The hash of (table, key) ([`Spot`]): the shard's table rehashes from it when it grows.
+    hash: u64,
     /// Shared with the holders' entries in the per-transaction index.
     key: Arc<[u8]>,
-    granted: Vec<Request>,
+    /// Inline for the usual one or two holders: a key's first grant allocates nothing.
+    granted: SmallVec<[Request; 2]>,
     /// Upgrades first (in arrival order), then new requests in arrival order.
     waiting: VecDeque<Request>,
     /// What each sleeping waiter sleeps on, so a grant wakes only the waiters it granted (a
@@ -227,44 +273,38 @@ fn find_cycle(graph: &WaitGraph, start: TxnId) -> Option<Vec<TxnId>> {
     None
 }
 
-/// The queues of one shard, by table then key.
+/// The queues of one shard, found by the hash of (table, key) ([`Spot`]).
 #[derive(Default)]
-struct Queues(HashMap<TableId, HashMap<Arc<[u8]>, LockQueue, FastHash>, FastHash>);
+struct Queues(HashTable<LockQueue>);
 
 impl Queues {
-    fn get_or_insert(&mut self, table: TableId, key: &[u8]) -> &mut LockQueue {
-        let keys = self.0.entry(table).or_default();
-        if !keys.contains_key(key) {
-            let key: Arc<[u8]> = Arc::from(key);
-            let queue = LockQueue {
-                key: key.clone(),
-                granted: Vec::new(),
-                waiting: VecDeque::new(),
-                wakers: Vec::new(),
-            };
-            keys.insert(key, queue);
+    fn get_or_insert(&mut self, at: Spot<'_>) -> &mut LockQueue {
+        match self.0.entry(at.hash, |q| at.is(q), |q| q.hash) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(e) => e
+                .insert(LockQueue {
+                    table: at.table,
+                    hash: at.hash,
+                    key: Arc::from(at.key),
+                    granted: SmallVec::new(),
+                    waiting: VecDeque::new(),
+                    wakers: Vec::new(),
+                })
+                .into_mut(),
         }
-        keys.get_mut(key).expect("queue inserted above")
     }
 
     /// The queue of a key someone holds or waits for; its absence is a bookkeeping bug.
-    fn get(&mut self, table: TableId, key: &[u8]) -> &mut LockQueue {
+    fn get(&mut self, at: Spot<'_>) -> &mut LockQueue {
         self.0
-            .get_mut(&table)
-            .and_then(|keys| keys.get_mut(key))
+            .find_mut(at.hash, |q| at.is(q))
             .expect("a held or waited-for key has a queue")
     }
 
-    fn remove_if_unused(&mut self, table: TableId, key: &[u8]) {
-        if let Some(keys) = self.0.get_mut(&table) {
-            if keys
-                .get(key)
-                .is_some_and(|q| q.granted.is_empty() && q.waiting.is_empty())
-            {
-                keys.remove(key);
-            }
-            if keys.is_empty() {
-                self.0.remove(&table);
+    fn remove_if_unused(&mut self, at: Spot<'_>) {
+        if let Ok(e) = self.0.find_entry(at.hash, |q| at.is(q)) {
+            if e.get().granted.is_empty() && e.get().waiting.is_empty() {
+                e.remove();
             }
         }
     }
@@ -293,8 +333,7 @@ struct Counters {
 #[derive(Clone, Copy)]
 struct Ask<'k> {
     txn: TxnId,
-    table: TableId,
-    key: &'k [u8],
+    at: Spot<'k>,
     mode: LockMode,
     /// Not yet a holder of the key: the entry is charged and, once granted, indexed.
     is_new: bool,
@@ -338,42 +377,39 @@ impl LockTable {
         mode: LockMode,
         timeout: Duration,
     ) -> Result<()> {
-        let shard = self.shard(table, key);
-        let mut queues = shard.queues.lock();
-        let queue = queues.get_or_insert(table, key);
+        let at = self.spot(table, key);
+        let mut queues = self.shards[at.shard()].queues.lock();
+        let queue = queues.get_or_insert(at);
         let held = queue.held_mode(txn);
         if held.is_some_and(|h| h.covers(mode)) {
             return Ok(());
         }
         let ask = Ask {
             txn,
-            table,
-            key,
+            at,
             mode,
             is_new: held.is_none(),
         };
-        if ask.is_new {
-            if let Err(e) = self.charge(lock_cost_bytes(key.len())) {
-                queues.remove_if_unused(table, key);
-                return Err(e);
-            }
-        }
-        let queue = queues.get(table, key);
         let req = Request { txn, mode };
         let grant_now = if ask.is_new {
             queue.waiting.is_empty() && queue.compatible_with_holders(req)
         } else {
             queue.compatible_with_holders(req)
         };
+        if ask.is_new {
+            // charged, and indexed at once when it is granted now: one visit to the index
+            let index_now = grant_now.then(|| queue.key.clone());
+            if let Err(e) = self.charge(ask, index_now) {
+                queues.remove_if_unused(at);
+                return Err(e);
+            }
+        }
         if grant_now {
             queue.grant(req);
             if !queue.waiting.is_empty() {
                 // An upgrade changes what the waiters behind it wait for.
                 queue.refresh_edges(&mut self.waits_for.lock());
             }
-            let key = queue.key.clone();
-            drop(queues);
-            self.remember(ask, key);
             return Ok(());
         }
         queue.enqueue(req, !ask.is_new);
@@ -383,16 +419,33 @@ impl LockTable {
 
     /// Releases every lock `txn` holds and grants whoever can go next.
     pub fn release_all(&self, txn: TxnId) {
-        let locks = self.held_index(txn).lock().remove(&txn).unwrap_or_default();
-        for (table, key) in locks {
-            let shard = self.shard(table, &key);
-            let mut queues = shard.queues.lock();
-            let queue = queues.get(table, &key);
+        let held = self.held_index(txn).lock().remove(&txn).unwrap_or_default();
+        let mut returned = held.credit;
+        for (table, key, hash) in held.locks {
+            let at = Spot {
+                table,
+                key: &key,
+                hash,
+            };
+            let mut queues = self.shards[at.shard()].queues.lock();
+            let Ok(mut entry) = queues.0.find_entry(hash, |q| at.is(q)) else {
+                unreachable!("a held key has a queue");
+            };
+            let queue = entry.get_mut();
             queue.granted.retain(|g| g.txn != txn);
             self.settle(queue, None);
-            queues.remove_if_unused(table, &key);
+            if queue.granted.is_empty() && queue.waiting.is_empty() {
+                entry.remove();
+            }
             drop(queues);
-            self.refund(lock_cost_bytes(key.len()));
+            returned += lock_cost_bytes(key.len());
+        }
+        if returned > 0 {
+            let before = self.used_bytes.fetch_sub(returned, Relaxed);
+            debug_assert!(
+                before >= returned,
+                "lock memory returned {returned} > {before} taken"
+            );
         }
     }
 
@@ -402,47 +455,110 @@ impl LockTable {
             lock_wait_us: self.counters.lock_wait_us.load(Relaxed),
             deadlocks: self.counters.deadlocks.load(Relaxed),
             lock_timeouts: self.counters.lock_timeouts.load(Relaxed),
-            memory_used_bytes: self.used_bytes.load(Relaxed),
+            memory_used_bytes: self.charged_bytes(),
             memory_max_bytes: self.limits.memory_max_bytes,
         }
     }
 
-    fn shard(&self, table: TableId, key: &[u8]) -> &Shard {
-        let index = self.hasher.hash_one((table, key)) as usize % SHARDS;
-        &self.shards[index]
+    fn spot<'k>(&self, table: TableId, key: &'k [u8]) -> Spot<'k> {
+        Spot {
+            table,
+            key,
+            hash: self.hasher.hash_one((table, key)),
+        }
     }
 
     fn held_index(&self, txn: TxnId) -> &Mutex<HeldIndex> {
         &self.held[(txn.0 % SHARDS as u64) as usize]
     }
 
+    /// Indexes a new lock granted after a wait (one granted at once is indexed by `charge`).
     fn remember(&self, ask: Ask<'_>, key: Arc<[u8]>) {
         if ask.is_new {
             let mut index = self.held_index(ask.txn).lock();
-            index.entry(ask.txn).or_default().push((ask.table, key));
+            index
+                .entry(ask.txn)
+                .or_default()
+                .locks
+                .push((ask.at.table, key, ask.at.hash));
         }
     }
 
-    fn charge(&self, bytes: usize) -> Result<()> {
+    /// The lock memory a transaction takes from the limit at once: 1/1024 of the limit, at
+    /// least one lock's overhead and at most [`CREDIT_CHUNK_MAX`], so what transactions hold
+    /// as credit stays a small share of the limit.
+    fn credit_chunk(&self) -> usize {
+        (self.limits.memory_max_bytes / 1024).clamp(LOCK_OVERHEAD_BYTES, CREDIT_CHUNK_MAX)
+    }
+
+    /// Charges `ask`'s lock to its transaction's credit, taking a chunk from the limit when
+    /// the credit is short (or only what is missing, when a chunk does not fit), and indexes
+    /// `index_now` as held. On an error nothing changed.
+    fn charge(&self, ask: Ask<'_>, index_now: Option<Arc<[u8]>>) -> Result<()> {
+        let bytes = lock_cost_bytes(ask.at.key.len());
+        let mut index = self.held_index(ask.txn).lock();
+        let held = index.entry(ask.txn).or_default();
+        if held.credit < bytes {
+            let need = bytes - held.credit;
+            let taken = self
+                .take(need.max(self.credit_chunk()))
+                .or_else(|_| self.take(need));
+            match taken {
+                Ok(taken) => held.credit += taken,
+                Err(used) => {
+                    if held.locks.is_empty() && held.credit == 0 {
+                        index.remove(&ask.txn);
+                    }
+                    return Err(Error::LockMemoryExhausted {
+                        used,
+                        requested: bytes,
+                        limit: self.limits.memory_max_bytes,
+                    });
+                }
+            }
+        }
+        held.credit -= bytes;
+        if let Some(key) = index_now {
+            held.locks.push((ask.at.table, key, ask.at.hash));
+        }
+        Ok(())
+    }
+
+    /// Takes `bytes` from the limit; on failure returns what is taken already.
+    fn take(&self, bytes: usize) -> std::result::Result<usize, usize> {
         let limit = self.limits.memory_max_bytes;
         self.used_bytes
             .fetch_update(Relaxed, Relaxed, |used| {
                 used.checked_add(bytes).filter(|&total| total <= limit)
             })
-            .map(|_| ())
-            .map_err(|used| Error::LockMemoryExhausted {
-                used,
-                requested: bytes,
-                limit,
-            })
+            .map(|_| bytes)
     }
 
-    fn refund(&self, bytes: usize) {
-        let before = self.used_bytes.fetch_sub(bytes, Relaxed);
+    /// Gives back the charge of `ask`'s lock, which was never granted, to the limit, with the
+    /// transaction's credit when it holds no lock: after a refused request a transaction that
+    /// holds nothing has taken nothing (an error is rare; the counter's cost does not matter).
+    fn refund(&self, ask: Ask<'_>) {
+        let mut returned = lock_cost_bytes(ask.at.key.len());
+        let mut index = self.held_index(ask.txn).lock();
+        if index.get(&ask.txn).is_some_and(|h| h.locks.is_empty()) {
+            returned += index.remove(&ask.txn).map_or(0, |h| h.credit);
+        }
+        let before = self.used_bytes.fetch_sub(returned, Relaxed);
         debug_assert!(
-            before >= bytes,
-            "lock memory refund of {bytes} > {before} charged"
+            before >= returned,
+            "lock memory returned {returned} > {before} taken"
         );
+    }
+
+    /// The lock memory charged to locks held or waited for: what is taken from the limit
+    /// less the transactions' credit.
+    fn charged_bytes(&self) -> usize {
+        let credit: usize = self
+            .held
+            .iter()
+            .map(|h| h.lock().values().map(|t| t.credit).sum::<usize>())
+            .sum();
+        self.used_bytes.load(Relaxed).saturating_sub(credit)
     }
 
     /// After holders or waiters of `queue` changed: forget `gone`'s edges, grant whoever fits,
@@ -468,7 +584,7 @@ impl LockTable {
 
     /// Called with `ask` just enqueued: refuses it if the graph now has a cycle through it.
     fn refuse_if_deadlock(&self, queues: &mut MutexGuard<'_, Queues>, ask: Ask<'_>) -> Result<()> {
-        let queue = queues.get(ask.table, ask.key);
+        let queue = queues.get(ask.at);
         let cycle = {
             let mut graph = self.waits_for.lock();
             debug_assert!(
@@ -484,9 +600,9 @@ impl LockTable {
         };
         queue.remove_waiter(ask.txn);
         self.settle(queue, Some(ask.txn));
-        queues.remove_if_unused(ask.table, ask.key);
+        queues.remove_if_unused(ask.at);
         if ask.is_new {
-            self.refund(lock_cost_bytes(ask.key.len()));
+            self.refund(ask);
         }
         self.counters.deadlocks.fetch_add(1, Relaxed);
         Err(Error::Deadlock {
@@ -507,7 +623,7 @@ impl LockTable {
         let start = Instant::now();
         let deadline = start.checked_add(timeout);
         let waker = WAKER.with(Arc::clone);
-        let queue = queues.get(ask.table, ask.key);
+        let queue = queues.get(ask.at);
         let mut granted = queue.holds(ask.txn, ask.mode);
         if !granted {
             queue.wakers.push((ask.txn, waker.clone()));
@@ -520,7 +636,7 @@ impl LockTable {
                     false
                 }
             };
-            let queue = queues.get(ask.table, ask.key);
+            let queue = queues.get(ask.at);
             granted = queue.holds(ask.txn, ask.mode);
             if granted {
                 // a wakeup that was not the grant's may find it granted: the entry goes too
@@ -529,11 +645,11 @@ impl LockTable {
                 queue.remove_waiter(ask.txn);
                 queue.remove_waker(ask.txn);
                 self.settle(queue, Some(ask.txn));
-                queues.remove_if_unused(ask.table, ask.key);
+                queues.remove_if_unused(ask.at);
                 break;
             }
         }
-        let key = granted.then(|| queues.get(ask.table, ask.key).key.clone());
+        let key = granted.then(|| queues.get(ask.at).key.clone());
         drop(queues);
         let waited = start.elapsed();
         let waited_us = u64::try_from(waited.as_micros()).unwrap_or(u64::MAX);
@@ -543,12 +659,12 @@ impl LockTable {
             return Ok(());
         }
         if ask.is_new {
-            self.refund(lock_cost_bytes(ask.key.len()));
+            self.refund(ask);
         }
         self.counters.lock_timeouts.fetch_add(1, Relaxed);
         Err(Error::LockWaitTimeout {
             txn: ask.txn,
-            table: ask.table,
+            table: ask.at.table,
             waited,
             limit: timeout,
         })
