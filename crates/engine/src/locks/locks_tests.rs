@@ -384,8 +384,9 @@ fn random_contention_leaves_the_table_idle() {
 
 #[test]
 fn a_transaction_charges_locks_from_chunks_and_may_use_the_whole_limit() {
-    // 1/1024 of this limit is a chunk of 1,000 bytes, about five locks of 2-byte keys.
-    let limit = 1_024_000;
+    // 1/1024 of this limit is a chunk of 1,000 bytes (about five locks of 2-byte keys), and
+    // the last 500 bytes are no whole chunk.
+    let limit = 1_024_500;
     let cost = lock_cost_bytes(2);
     let lt = Arc::new(LockTable::new(LockLimits {
         memory_max_bytes: limit,
@@ -418,4 +419,26 @@ fn a_transaction_charges_locks_from_chunks_and_may_use_the_whole_limit() {
     lt.lock(txn(2), T, b"zz", X, LONG).unwrap();
     lt.release_all(txn(2));
     assert!(lt.is_idle());
+}
+
+#[test]
+fn the_shards_give_back_the_memory_of_a_large_transaction() {
+    let lt = LockTable::new(LockLimits {
+        memory_max_bytes: 1 << 30,
+    });
+    let room =
+        |lt: &LockTable| -> usize { lt.shards.iter().map(|s| s.queues.lock().0.capacity()).sum() };
+    let before = room(&lt);
+    for i in 0..200_000u32 {
+        lt.lock(txn(1), T, &i.to_be_bytes(), X, LONG).unwrap();
+    }
+    let grown = room(&lt);
+    assert!(grown >= 200_000, "{grown} queues of room for 200,000 keys");
+    lt.release_all(txn(1));
+    assert!(lt.is_idle());
+    let after = room(&lt);
+    assert!(
+        after <= 2 * SHARDS * QUEUES_KEPT && after * 4 < grown,
+        "room for {after} queues kept of {grown} (it was {before} before)"
+    );
 }

@@ -61,6 +61,10 @@ struct Held {
 /// Per transaction, what it holds.
 type HeldIndex = HashMap<TxnId, Held, FastHash>;
 
+/// The queues a shard's table keeps room for however few keys are locked, within a factor
+/// of two ([`Queues::shrink_if_sparse`]).
+const QUEUES_KEPT: usize = 256;
+
 /// The most lock memory a transaction takes from the limit at once ([`LockTable::credit_chunk`]).
 const CREDIT_CHUNK_MAX: usize = 16 * 1024;
 
@@ -301,6 +305,16 @@ impl Queues {
             .expect("a held or waited-for key has a queue")
     }
 
+    /// Gives back the memory of a table left mostly empty (a large transaction's locks
+    /// released): shrinks it to twice its keys once they fill under 1/8 of it, so it costs
+    /// a rehash per seven in eight of its keys released and holds at most 8x what is locked.
+    fn shrink_if_sparse(&mut self) {
+        let (len, capacity) = (self.0.len(), self.0.capacity());
+        if capacity > 2 * QUEUES_KEPT && len * 8 < capacity {
+            self.0.shrink_to((len * 2).max(QUEUES_KEPT), |q| q.hash);
+        }
+    }
+
     fn remove_if_unused(&mut self, at: Spot<'_>) {
         if let Ok(e) = self.0.find_entry(at.hash, |q| at.is(q)) {
             if e.get().granted.is_empty() && e.get().waiting.is_empty() {
@@ -436,6 +450,7 @@ impl LockTable {
             self.settle(queue, None);
             if queue.granted.is_empty() && queue.waiting.is_empty() {
                 entry.remove();
+                queues.shrink_if_sparse();
             }
             drop(queues);
             returned += lock_cost_bytes(key.len());
