@@ -206,7 +206,7 @@ metrics! {
     lock_wait_us: Counter "us", "Time spent waiting for key locks.", |s| s.locks.lock_wait_us;
     deadlocks: Counter "deadlocks", "Lock requests refused as deadlocks.", |s| s.locks.deadlocks;
     lock_timeouts: Counter "timeouts", "Lock waits that timed out.", |s| s.locks.lock_timeouts;
-    lock_memory_bytes: Gauge "bytes", "Memory held by the key lock table.",
+    lock_memory_bytes: Gauge "bytes", "Memory charged to the key locks held and waited for (not what transactions took from max_lock_memory and have not charged yet).",
         |s| s.locks.memory_used_bytes;
     file_bytes: Gauge "bytes", "The data file's size.", |s| s.file_bytes;
     file_pages: Gauge "pages", "Pages in the data file.", |s| s.file_pages;

@@ -101,7 +101,7 @@ knobs! {
     doublewrite_compression: usize = 4, Kind::Name(&["none", "lz4", "zstd", "auto", "trim"]);
     /// How long a transaction waits for a key lock before it fails with LockWaitTimeout (a plain number is seconds; `500ms` is allowed). Dynamic.
     lock_wait_timeout: std::time::Duration = std::time::Duration::from_secs(50), Kind::Millis { min: 1, max: 1_073_741_824_000 };
-    /// Bytes all key locks together may use; a lock request past it fails instead of growing.
+    /// Bytes all key locks together may use (a lock costs its key and 200 bytes; each transaction takes its locks' bytes from it in chunks of 1/1024 of it, at most 16 KiB); a lock request past it fails instead of growing.
     max_lock_memory: u64 = 64 * MIB, Kind::Size { min: 64 * KIB, max: TIB };
     /// How plain reads see other transactions' commits unless a transaction sets its own: read_committed, repeatable_read (one read view per transaction, InnoDB's default), snapshot (repeatable_read, and a write to a key changed since the view fails: first committer wins). Dynamic.
     transaction_isolation: Isolation = Isolation::RepeatableRead, Kind::Name(Isolation::NAMES);
