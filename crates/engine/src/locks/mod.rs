@@ -20,9 +20,8 @@
 //!   `Error::LockMemoryExhausted` and changes nothing. Every charge goes back to the limit
 //!   exactly once (on a timeout or deadlock, with the credit too when the transaction holds no
 //!   lock; the rest with the credit at `release_all`), so after `release_all` the total is back
-//!   where it was. `memory_used_bytes` counts charges,
-//!   not credit; the limit counts both, so a request may fail while up to a chunk per
-//!   transaction is credit nobody uses yet.
+//!   where it was. `memory_used_bytes` counts charges, not credit; the limit counts both, so
+//!   a request may fail while up to a chunk per transaction is credit nobody uses yet.
 //! - Lock order: a shard mutex, then the wait-graph mutex or a per-transaction index mutex
 //!   (never the other way round), and no thread holds two shard mutexes.
 //!
@@ -158,6 +157,11 @@ struct LockQueue {
 }
 
 impl LockQueue {
+    /// Nobody holds or waits for the key: the queue can go.
+    fn is_unused(&self) -> bool {
+        self.granted.is_empty() && self.waiting.is_empty()
+    }
+
     fn held_mode(&self, txn: TxnId) -> Option<LockMode> {
         self.granted.iter().find(|r| r.txn == txn).map(|r| r.mode)
     }
@@ -317,7 +321,7 @@ impl Queues {
 
     fn remove_if_unused(&mut self, at: Spot<'_>) {
         if let Ok(e) = self.0.find_entry(at.hash, |q| at.is(q)) {
-            if e.get().granted.is_empty() && e.get().waiting.is_empty() {
+            if e.get().is_unused() {
                 e.remove();
             }
         }
@@ -448,7 +452,7 @@ impl LockTable {
             let queue = entry.get_mut();
             queue.granted.retain(|g| g.txn != txn);
             self.settle(queue, None);
-            if queue.granted.is_empty() && queue.waiting.is_empty() {
+            if queue.is_unused() {
                 entry.remove();
                 queues.shrink_if_sparse();
             }
@@ -456,11 +460,7 @@ impl LockTable {
             returned += lock_cost_bytes(key.len());
         }
         if returned > 0 {
-            let before = self.used_bytes.fetch_sub(returned, Relaxed);
-            debug_assert!(
-                before >= returned,
-                "lock memory returned {returned} > {before} taken"
-            );
+            self.give_back(returned);
         }
     }
 
@@ -558,10 +558,15 @@ impl LockTable {
         if index.get(&ask.txn).is_some_and(|h| h.locks.is_empty()) {
             returned += index.remove(&ask.txn).map_or(0, |h| h.credit);
         }
-        let before = self.used_bytes.fetch_sub(returned, Relaxed);
+        self.give_back(returned);
+    }
+
+    /// Returns `bytes` taken by [`Self::take`] to the limit.
+    fn give_back(&self, bytes: usize) {
+        let before = self.used_bytes.fetch_sub(bytes, Relaxed);
         debug_assert!(
-            before >= returned,
-            "lock memory returned {returned} > {before} taken"
+            before >= bytes,
+            "lock memory returned {bytes} > {before} taken"
         );
     }
 
