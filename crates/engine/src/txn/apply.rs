@@ -10,13 +10,79 @@ use crate::shared::{DbInner, Table};
 use crate::types::{Lsn, TxnId};
 use crate::wal::record::{self, WriteOp, WriteValue};
 use std::collections::BTreeMap;
+use std::ops::Bound;
 use std::sync::atomic::Ordering;
 
 /// A written key: its table's id and the key.
 pub(super) type WriteKey = (u32, Vec<u8>);
 
-/// A transaction's writes in (table, key) order: the table and the new value (`None`: deleted).
-pub(super) type WriteSet = BTreeMap<WriteKey, (Table, Option<Vec<u8>>)>;
+/// A transaction's writes in (table, key) order, each with its new value (`None`: deleted),
+/// and the tables they write, each held once. A write names its table by its place in
+/// `tables` rather than holding a [`Table`] of its own: cloning and dropping a `Table` per write
+/// changes its shared reference count, a cache line that every client writing that table then
+/// moves between cores, and that line also holds what every access of the table reads.
+#[derive(Default)]
+pub(super) struct WriteSet {
+    tables: Vec<(u32, Table)>,
+    map: BTreeMap<WriteKey, (u32, Option<Vec<u8>>)>,
+}
+
+impl WriteSet {
+    /// Writes `key` of `t` (replacing an earlier write of it).
+    pub(super) fn insert(&mut self, t: &Table, key: Vec<u8>, v: Option<Vec<u8>>) {
+        let id = t.id();
+        let slot = match self.tables.iter().rposition(|(tid, _)| *tid == id) {
+            Some(i) => i,
+            None => {
+                self.tables.push((id, t.clone()));
+                self.tables.len() - 1
+            }
+        };
+        self.map.insert((id, key), (slot as u32, v));
+    }
+
+    /// This transaction's write of `wk`, if any.
+    pub(super) fn get(&self, wk: &WriteKey) -> Option<&Option<Vec<u8>>> {
+        self.map.get(wk).map(|(_, v)| v)
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    pub(super) fn clear(&mut self) {
+        self.map.clear();
+        self.tables.clear();
+    }
+
+    /// The tables written.
+    pub(super) fn tables(&self) -> impl Iterator<Item = &Table> {
+        self.tables.iter().map(|(_, t)| t)
+    }
+
+    /// The writes in (table, key) order, each with its table.
+    pub(super) fn iter(&self) -> impl Iterator<Item = (&WriteKey, &Table, &Option<Vec<u8>>)> {
+        self.map
+            .iter()
+            .map(|(wk, (slot, v))| (wk, &self.tables[*slot as usize].1, v))
+    }
+
+    pub(super) fn keys(&self) -> impl Iterator<Item = &WriteKey> {
+        self.map.keys()
+    }
+
+    /// The writes with keys in `range`, in order, with their new values.
+    pub(super) fn range(
+        &self,
+        range: (Bound<WriteKey>, Bound<WriteKey>),
+    ) -> impl DoubleEndedIterator<Item = (&WriteKey, &Option<Vec<u8>>)> {
+        self.map.range(range).map(|(wk, (_, v))| (wk, v))
+    }
+}
 
 /// Values of keys a transaction read under its exclusive lock (`get_for_update`), before it
 /// wrote them: the newest committed value then, and still the tree's value at its commit, since
@@ -43,7 +109,7 @@ pub(super) fn read_befores(
 ) -> Result<Befores> {
     let cx = db.ctx();
     let mut out = Vec::with_capacity(writes.len());
-    for (wk, (t, v)) in writes {
+    for (wk, t, v) in writes.iter() {
         out.push(if t.tree().key_set {
             (v.is_none().then(Vec::new), None)
         } else if let Some(old) = locked.remove(wk) {
@@ -61,10 +127,10 @@ pub(super) fn read_befores(
 
 /// The writes of `writes` as the log records them: (table id, key, new value).
 fn write_refs<'w>(
-    writes: impl Iterator<Item = (&'w WriteKey, &'w (Table, Option<Vec<u8>>))>,
+    writes: impl Iterator<Item = (&'w WriteKey, &'w Table, &'w Option<Vec<u8>>)>,
 ) -> Vec<record::WriteRef<'w>> {
     writes
-        .map(|((tid, k), (_, v))| (*tid, &k[..], v.as_deref()))
+        .map(|((tid, k), _, v)| (*tid, &k[..], v.as_deref()))
         .collect()
 }
 
@@ -297,7 +363,7 @@ impl<'a> Applying<'a> {
 /// key is absent) is skipped, so it logs nothing. Sound because the key locks kept every
 /// later transaction off these keys until this one's apply finished. Before each write, an
 /// apply that has logged its budget continues its commit ([`Applying`]).
-pub(crate) fn apply_writes<'a>(
+pub(super) fn apply_writes<'a>(
     db: &'a DbInner,
     writes: &WriteSet,
     commit: Option<(u64, Befores)>,
@@ -322,9 +388,9 @@ pub(crate) fn apply_writes<'a>(
     let mut rest_record = (record::COMMIT_FIXED_SIZE + record::CONTINUED_EXTRA_SIZE) as u64
         + writes
             .iter()
-            .map(|((_, k), (_, v))| write_size(k, v))
+            .map(|((_, k), _, v)| write_size(k, v))
             .sum::<u64>();
-    for (i, ((_, key), (t, v))) in writes.iter().enumerate() {
+    for (i, ((_, key), t, v)) in writes.iter().enumerate() {
         if i > 0 && applying.must_continue(db, rest_record) {
             applying.continue_commit(db, &write_refs(writes.iter().skip(i)))?;
         }
@@ -380,7 +446,7 @@ pub(crate) fn reapply(
         db.dur.checkpoint()?;
     }
     for &commit_lsn in pending {
-        let mut ws = BTreeMap::new();
+        let mut ws = WriteSet::default();
         let (txn, writes) = load(commit_lsn)?;
         for w in writes {
             // a table dropped after the commit has nothing left to apply to
@@ -407,7 +473,7 @@ pub(crate) fn reapply(
                 WriteValue::Put(v) => Some(v),
                 WriteValue::Delete => None,
             };
-            ws.insert((w.table, w.key), (t.clone(), value));
+            ws.insert(t, w.key, value);
         }
         let budget = apply_redo_estimate(db.pool.page_size(), &write_refs(ws.iter()));
         let mut applying = Applying::new(commit_lsn, txn, budget, None);

@@ -138,7 +138,7 @@ impl Transaction {
         Transaction {
             db,
             id,
-            writes: BTreeMap::new(),
+            writes: WriteSet::default(),
             write_bytes: 0,
             locked_values: BTreeMap::new(),
             locked_value_bytes: 0,
@@ -316,7 +316,7 @@ impl Transaction {
         self.check_key(key)?;
         // (the lookup key is an owned copy: skipped for a transaction that wrote nothing)
         if !self.writes.is_empty() {
-            if let Some((_, v)) = self.writes.get(&(t.id(), key.to_vec())) {
+            if let Some(v) = self.writes.get(&(t.id(), key.to_vec())) {
                 return Ok(v.clone());
             }
         }
@@ -343,7 +343,7 @@ impl Transaction {
         self.check_key(key)?;
         self.lock_x(t, key)?;
         let wk = (t.id(), key.to_vec());
-        if let Some((_, v)) = self.writes.get(&wk) {
+        if let Some(v) = self.writes.get(&wk) {
             return Ok(v.clone());
         }
         let v = t.tree().get(&self.db.ctx(), key)?;
@@ -403,7 +403,7 @@ impl Transaction {
         }
         self.lock_x(t, key)?;
         self.write_bytes += add;
-        self.writes.insert((t.id(), key.to_vec()), (t.clone(), v));
+        self.writes.insert(t, key.to_vec(), v);
         Ok(())
     }
 
@@ -467,7 +467,7 @@ impl Transaction {
         } else {
             self.writes
                 .range((lo, hi))
-                .map(|((_, k), (_, v))| (k.clone(), v.clone()))
+                .map(|((_, k), v)| (k.clone(), v.clone()))
                 .collect()
         };
         Ok(Scan::new(
@@ -496,7 +496,7 @@ impl Transaction {
             return Ok(());
         }
         self.db.check_writable("a commit of writes")?;
-        for (t, _) in self.writes.values() {
+        for t in self.writes.tables() {
             t.check_live()?;
         }
         let durability = self.durability();
