@@ -23,7 +23,10 @@ pub(super) type WriteKey = (u32, Vec<u8>);
 /// moves between cores, and that line also holds what every access of the table reads.
 #[derive(Default)]
 pub(super) struct WriteSet {
+    /// Each table written, once, beside its id (so that finding a write's table compares ids
+    /// without reading the tables' handles).
     tables: Vec<(u32, Table)>,
+    /// Each write: its place in `tables` and its new value.
     map: BTreeMap<WriteKey, (u32, Option<Vec<u8>>)>,
 }
 
