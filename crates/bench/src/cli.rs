@@ -225,6 +225,11 @@ pub enum SweepCommand {
         /// next sweep loads nothing) and each run starts from a fresh copy of it.
         #[arg(long, value_name = "NAME=V1,V2,...")]
         vary: String,
+        /// Remove each run's copy of the loaded data once the run ends, so that one copy is
+        /// on disk at a time (each run's results stay in --out). Without it the copies stay in
+        /// --dir for inspection; copies in a temporary directory are always removed.
+        #[arg(long)]
+        discard_copies: bool,
     },
     Insert {
         #[command(flatten)]
@@ -233,6 +238,11 @@ pub enum SweepCommand {
         /// l.x run once into <dir>/template and each run does the other steps on a copy.
         #[arg(long, value_name = "NAME=V1,V2,...")]
         vary: String,
+        /// Remove each run's copy of the loaded data once the run ends, so that one copy is
+        /// on disk at a time (each run's results stay in --out). Without it the copies stay in
+        /// --dir for inspection; copies in a temporary directory are always removed.
+        #[arg(long)]
+        discard_copies: bool,
     },
 }
 
@@ -304,7 +314,11 @@ impl InsertArgs {
 /// `run::sweep`).
 pub fn run_sweep(cmd: &SweepCommand) -> BenchResult<SweepOutput> {
     match cmd {
-        SweepCommand::Tpcc { args, vary } => {
+        SweepCommand::Tpcc {
+            args,
+            vary,
+            discard_copies,
+        } => {
             let v = Varied::parse(vary)?;
             let base = args.options()?;
             check_engines(&v, |e| {
@@ -327,6 +341,7 @@ pub fn run_sweep(cmd: &SweepCommand) -> BenchResult<SweepOutput> {
                 &v,
                 &base.common,
                 shared.then_some(&load as LoadOnce<'_>),
+                *discard_copies,
                 |value, out, dir| {
                     let mut a = args.clone();
                     a.common.out = Some(out);
@@ -336,7 +351,11 @@ pub fn run_sweep(cmd: &SweepCommand) -> BenchResult<SweepOutput> {
                 },
             )
         }
-        SweepCommand::Insert { args, vary } => {
+        SweepCommand::Insert {
+            args,
+            vary,
+            discard_copies,
+        } => {
             let v = Varied::parse(vary)?;
             let base = args.options()?;
             let (load_steps, run_steps): (Vec<Step>, Vec<Step>) =
@@ -384,6 +403,7 @@ pub fn run_sweep(cmd: &SweepCommand) -> BenchResult<SweepOutput> {
                 &v,
                 &base.common,
                 shared.then_some(&load as LoadOnce<'_>),
+                *discard_copies,
                 |value, out, dir| {
                     let mut a = args.clone();
                     a.common.out = Some(out);

@@ -157,9 +157,10 @@ pub fn pick<T: Copy>(
         .collect()
 }
 
-/// Removes the runs' copies of a template in `data` (the directories whose names start with
-/// `prefix`, a sweep's `<setting>=`), keeping the templates: a grid's copies would not fit on
-/// a small disk.
+/// Removes runs' copies of a template in `data` (the directories whose names start with
+/// `prefix`, a sweep's `<setting>=`), keeping the templates: the copies an interrupted grid
+/// left behind (its sweeps remove each copy as its run ends, `--discard-copies`), which would
+/// not leave room for the next on a small disk.
 pub fn remove_copies(data: &Path, prefix: &str) -> BenchResult<()> {
     let entries = std::fs::read_dir(data)
         .map_err(|e| BenchError::io(format!("list {}", data.display()), e))?;

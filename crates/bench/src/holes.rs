@@ -237,7 +237,7 @@ pub fn setup_command(s: &Setup, a: &HolesArgs, data: &str, out: &str) -> String 
     line.push_str(&span_args(s.workload, a.seconds, a.warmup));
     let _ = write!(
         line,
-        " --dir {data} --out {out} --vary engine={}",
+        " --dir {data} --out {out} --vary engine={} --discard-copies",
         a.engines.join(",")
     );
     line
@@ -322,8 +322,10 @@ pub fn run_holes(a: &HolesArgs) -> BenchResult<HolesOutput> {
         std::fs::create_dir_all(&setup_data)
             .map_err(|e| BenchError::io(format!("create {}", setup_data.display()), e))?;
         load_templates(s, a, &setup_data, &setup_out)?;
-        let sweep = run_sweep(&cmd)?;
+        // the sweep removes each run's copy as it ends (--discard-copies); what is left is an
+        // interrupted run's
         remove_copies(&setup_data, "engine=")?;
+        let sweep = run_sweep(&cmd)?;
         let runs = sweep
             .runs
             .iter()

@@ -346,7 +346,7 @@ pub fn cell_command(cell: &Cell, a: &MatrixArgs, data: &str, out: &str) -> Strin
     line.push_str(&span_args(cell.workload, a.seconds, a.warmup));
     let _ = write!(
         line,
-        " --engine evenkeel --dir {data} --out {out} --vary adaptive_flushing={}",
+        " --engine evenkeel --dir {data} --out {out} --vary adaptive_flushing={} --discard-copies",
         a.policies.join(",")
     );
     line
@@ -415,8 +415,10 @@ pub fn run_matrix(a: &MatrixArgs) -> BenchResult<MatrixOutput> {
             if a.rounds > 1 && !a.quiet {
                 eprintln!("matrix: {}: round {round} of {}", cell.name, a.rounds);
             }
-            let sweep = run_sweep(cmd)?;
+            // the sweep removes each run's copy as it ends (--discard-copies); what is left
+            // is an interrupted matrix's, and would not leave room for this round's
             remove_copies(&cell_data, "adaptive_flushing=")?;
+            let sweep = run_sweep(cmd)?;
             runs.extend(sweep.runs.iter().zip(&a.policies).map(|(r, policy)| {
                 let s = &r.summary;
                 MatrixRun {

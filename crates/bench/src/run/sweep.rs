@@ -120,12 +120,14 @@ pub type LoadOnce<'a> = &'a dyn Fn(&Path, &Path, &str) -> BenchResult<()>;
 /// inside the sweep's and `dir` its data directory, then write the sweep's own files. With
 /// `load_once`, the data is loaded once into `<dir>/template` and copied to each run's `dir`
 /// before it starts; without, `dir` is a subdirectory of `--dir` when given (runs never share
-/// data) and `None` otherwise (a fresh temporary directory per run).
+/// data) and `None` otherwise (a fresh temporary directory per run). A run's copy is removed
+/// when it ends if it lies in a temporary directory, or with `discard_copies`.
 pub fn run_sweep_with(
     workload: &str,
     v: &Varied,
     base: &CommonOptions,
     load_once: Option<LoadOnce<'_>>,
+    discard_copies: bool,
     mut one: impl FnMut(&str, PathBuf, Option<PathBuf>) -> BenchResult<RunOutput>,
 ) -> BenchResult<SweepOutput> {
     let out_dir = base.out.clone().unwrap_or_else(|| {
@@ -179,15 +181,23 @@ pub fn run_sweep_with(
                 }
                 let d = root.join(&label);
                 copy_dir(&t, &d)?;
-                Some(d)
+                Some((d, true))
             }
-            _ => base.dir.as_ref().map(|p| p.join(&label)),
+            _ => base.dir.as_ref().map(|p| (p.join(&label), false)),
         };
-        runs.push(one(value, out_dir.join(&label), dir.clone())?);
-        if let (Some(_), Some(d)) = (&temp_root, &dir) {
-            // Copies in a temporary root are not kept: free the space for the next one.
-            let _ = std::fs::remove_dir_all(d);
+        let run = one(
+            value,
+            out_dir.join(&label),
+            dir.as_ref().map(|(d, _)| d.clone()),
+        );
+        if let Some((d, true)) = &dir {
+            if temp_root.is_some() || discard_copies {
+                // free the space for the next copy (also when the run failed)
+                std::fs::remove_dir_all(d)
+                    .map_err(|e| BenchError::io(format!("remove {}", d.display()), e))?;
+            }
         }
+        runs.push(run?);
     }
     let sweep: Vec<SweepRun> = runs
         .iter()

@@ -125,6 +125,61 @@ impl Tree {
         })
     }
 
+    /// Puts a run of a commit's writes whose reads all found their keys in the leaf `hint`
+    /// names (`run`: keys ascending, values inline) in one mtr: one latch of that leaf, one
+    /// log group, one stamp, where one put each took the leaf's latch, built an mtr and
+    /// appended a group of its own. TPC-C writes such runs: a New-Order's order lines are
+    /// consecutive keys of one leaf, and a Delivery updates each order's lines. Stops at the
+    /// first put that would not fit the leaf as it then is, or whose value (new or old) is not
+    /// inline; returns how many were applied, from the first on (0 when the hint no longer
+    /// holds). The caller puts the rest one by one, where a split may follow.
+    ///
+    /// Sound for the same reason as a single hinted put: with the SMO epoch the hint's, no
+    /// structure change has run since the reads, so every key of the run still belongs to that
+    /// leaf, and changes inside the leaf do not move any key's range. Not for a key-set tree
+    /// (its writes may go to the change buffer instead, and have no hint).
+    pub(crate) fn put_run_hinted(
+        &self,
+        cx: &Ctx<'_>,
+        run: &[(&[u8], &[u8])],
+        hint: LeafHint,
+    ) -> Result<usize> {
+        if self.key_set || run.is_empty() {
+            return Ok(0);
+        }
+        let ps = cx.pool.page_size();
+        self.with_merges(cx, || {
+            let _smo = self.smo_read();
+            let mut mtr = Mtr::new(cx.pool, cx.space);
+            let Some(leaf) = self.hinted_leaf(cx, &mut mtr, hint)? else {
+                return Ok(0);
+            };
+            let mut done = 0;
+            for &(key, value) in run {
+                if !node::value_fits_inline(ps, key.len(), value.len()) {
+                    break;
+                }
+                let new_cell = node::CELL_HEADER + key.len() + value.len();
+                let plan = plan_leaf(mtr.peek(leaf), key, new_cell);
+                if !plan.fits || plan.old_chain.is_some() {
+                    break;
+                }
+                self.write_into_leaf(&mut mtr, leaf, key, value, true, &plan)?;
+                done += 1;
+            }
+            // `hinted_leaf` counted one put
+            match done {
+                0 => self.counters.leaf_hint_puts.fetch_sub(1, Ordering::Relaxed),
+                n => self
+                    .counters
+                    .leaf_hint_puts
+                    .fetch_add(n as u64 - 1, Ordering::Relaxed),
+            };
+            mtr.commit()?;
+            Ok(done)
+        })
+    }
+
     /// X-latches the leaf for `key` under the shared SMO latch (S latches above it, one at a
     /// time; the root's level cannot change while the SMO latch is held shared). With `buffer`
     /// (a key-set tree, ibuf.rs) a leaf that is not in the buffer pool may take the change in

@@ -135,6 +135,14 @@ pub(crate) enum Target<'k> {
     Last,
 }
 
+impl LeafHint {
+    /// Whether two reads found their keys in the same leaf with no structure change between
+    /// them.
+    pub(crate) fn same_leaf(&self, other: &LeafHint) -> bool {
+        self.page == other.page && self.epoch == other.epoch
+    }
+}
+
 impl Tree {
     pub fn new(id: u32, root: PageId, counters: Arc<TreeCounters>) -> Self {
         Tree {

@@ -90,8 +90,11 @@ impl WriteSet {
 /// Values of keys a transaction read under its exclusive lock (`get_for_update`), before it
 /// wrote them: the newest committed value then, and still the tree's value at its commit, since
 /// every change of a key's value is an apply holding the key's lock. The commit takes a
-/// written key's before-image from here instead of reading the tree again.
-pub(super) type LockedValues = BTreeMap<WriteKey, Option<Vec<u8>>>;
+/// written key's before-image from here instead of reading the tree again, and the put starts
+/// at the leaf that read found (its [`LeafHint`], checked against the tree's SMO epoch then):
+/// without it every read-modify-write (a TPC-C stock, district or customer update) descended
+/// the tree a second time at its apply.
+pub(super) type LockedValues = BTreeMap<WriteKey, (Option<Vec<u8>>, Option<LeafHint>)>;
 
 /// Each write's key's value before the commit (None: absent), in the write set's order, and
 /// where the read found its leaf (for the put that follows).
@@ -115,12 +118,12 @@ pub(super) fn read_befores(
     for (wk, t, v) in writes.iter() {
         out.push(if t.tree().key_set {
             (v.is_none().then(Vec::new), None)
-        } else if let Some(old) = locked.remove(wk) {
+        } else if let Some((old, hint)) = locked.remove(wk) {
             debug_assert!(
                 old == t.tree().get(&cx, &wk.1)?,
                 "a value read under the key's lock changed before the commit"
             );
-            (old, None)
+            (old, hint)
         } else {
             t.tree().get_hinted(&cx, &wk.1)?
         });
@@ -314,6 +317,16 @@ impl<'a> Applying<'a> {
         free < rest_record + WRITE_REDO_MAX_PAGES * db.pool.page_size() as u64
     }
 
+    /// Whether a run of puts in one mtr whose apply logs at most `redo` bytes (its estimate,
+    /// an upper bound for puts inside one leaf) may go where [`Applying::must_continue`] has
+    /// just let one write go: the budget is checked before each write, not after, so one
+    /// write may already log up to [`WRITE_REDO_MAX_PAGES`] pages past it (a split up the
+    /// tree), and a run that logs no more than that overshoots no further. Recovery (no
+    /// reservation) applies one write at a time.
+    fn may_run(&self, redo: u64, page_size: usize) -> bool {
+        self.room.is_some() && redo <= WRITE_REDO_MAX_PAGES * page_size as u64
+    }
+
     /// Appends a CommitContinued record of `rest` (the writes not yet applied), pins the
     /// checkpoint there instead of at the old record, and takes a new reservation for them.
     fn continue_commit(&mut self, db: &'a DbInner, rest: &[record::WriteRef<'_>]) -> Result<()> {
@@ -384,30 +397,57 @@ pub(super) fn apply_writes<'a>(
         }
         db.dur.versions.record(cno, before);
     }
-    let write_size = |key: &[u8], v: &Option<Vec<u8>>| {
-        record::commit_write_size(key.len(), v.as_ref().map_or(0, Vec::len)) as u64
-    };
+    let write_size =
+        |key: &[u8], value_len: usize| record::commit_write_size(key.len(), value_len) as u64;
+    let value_len = |v: &Option<Vec<u8>>| v.as_ref().map_or(0, Vec::len);
     // bytes of a continuation of the writes from the current one on
     let mut rest_record = (record::COMMIT_FIXED_SIZE + record::CONTINUED_EXTRA_SIZE) as u64
         + writes
             .iter()
-            .map(|((_, k), _, v)| write_size(k, v))
+            .map(|((_, k), _, v)| write_size(k, value_len(v)))
             .sum::<u64>();
-    for (i, ((_, key), t, v)) in writes.iter().enumerate() {
+    let all: Vec<_> = writes.iter().collect();
+    let ps = db.pool.page_size();
+    let mut i = 0;
+    while i < all.len() {
+        let ((_, key), t, v) = all[i];
         if i > 0 && applying.must_continue(db, rest_record) {
             applying.continue_commit(db, &write_refs(writes.iter().skip(i)))?;
         }
-        rest_record -= write_size(key, v);
+        if let (false, Some(hint)) = (skip_applied, hints[i]) {
+            // a run of puts into one leaf goes in one mtr (no continuation cuts it)
+            let run = leaf_run(&all[i..], &hints[i..]);
+            let redo: u64 = run
+                .iter()
+                .map(|(k, v)| apply_redo_per_write(ps, k.len(), v.len()))
+                .sum();
+            if run.len() > 1 && applying.may_run(redo, ps) {
+                let done = t.tree().put_run_hinted(&cx, &run, hint)?;
+                for &(k, v) in &run[..done] {
+                    rest_record -= write_size(k, v.len());
+                }
+                db.counters
+                    .rows_written
+                    .fetch_add(done as u64, Ordering::Relaxed);
+                if done > 0 {
+                    i += done;
+                    continue;
+                }
+            }
+        }
+        rest_record -= write_size(key, value_len(v));
+        let mut hint = hints[i];
+        i += 1;
         if skip_applied {
-            let (now, hint) = t.tree().get_hinted(&cx, key)?;
+            let (now, h) = t.tree().get_hinted(&cx, key)?;
             if now == *v {
                 continue;
             }
-            hints[i] = hint;
+            hint = h;
         }
         match v {
             Some(v) => {
-                t.tree().put_hinted(&cx, key, v, hints[i])?;
+                t.tree().put_hinted(&cx, key, v, hint)?;
                 db.counters.rows_written.fetch_add(1, Ordering::Relaxed);
             }
             None => {
@@ -419,6 +459,35 @@ pub(super) fn apply_writes<'a>(
     }
     Ok(())
 }
+
+/// Writes in one leaf, from the first of `writes` on: the longest run (at most
+/// [`MAX_LEAF_RUN`]) of puts of the same table whose reads found their keys in the same leaf
+/// at the same SMO epoch (`hints`, beside `writes`), as (key, value). Empty when the first
+/// write is a delete or has no hint.
+fn leaf_run<'w>(
+    writes: &[(&'w WriteKey, &'w Table, &'w Option<Vec<u8>>)],
+    hints: &[Option<LeafHint>],
+) -> Vec<(&'w [u8], &'w [u8])> {
+    let Some(first) = hints.first().copied().flatten() else {
+        return Vec::new();
+    };
+    let table = writes[0].0 .0;
+    writes
+        .iter()
+        .zip(hints)
+        .take(MAX_LEAF_RUN)
+        .map_while(|(&(wk, _, v), h)| match (v, h) {
+            (Some(v), Some(h)) if wk.0 == table && h.same_leaf(&first) => {
+                Some((wk.1.as_slice(), v.as_slice()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// The most puts one run into a leaf applies in one mtr ([`leaf_run`]): a bound on its log
+/// group, whatever the keys' sizes.
+const MAX_LEAF_RUN: usize = 64;
 
 /// Recovery: re-applies, in commit order, write sets whose COMMIT is durable but whose
 /// ApplyDone is not (their page changes may be partly missing). `pending` holds their COMMIT

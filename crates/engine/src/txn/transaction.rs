@@ -346,14 +346,14 @@ impl Transaction {
         if let Some(v) = self.writes.get(&wk) {
             return Ok(v.clone());
         }
-        let v = t.tree().get(&self.db.ctx(), key)?;
+        let (v, hint) = t.tree().get_hinted(&self.db.ctx(), key)?;
         let add = key.len() + v.as_ref().map_or(0, Vec::len);
         if !t.tree().key_set
             && (self.locked_value_bytes + add) as u64 <= self.db.opts.max_write_set_size
             && !self.locked_values.contains_key(&wk)
         {
             self.locked_value_bytes += add;
-            self.locked_values.insert(wk, v.clone());
+            self.locked_values.insert(wk, (v.clone(), hint));
         }
         Ok(v)
     }

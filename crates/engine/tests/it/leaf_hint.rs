@@ -139,3 +139,104 @@ fn concurrent_commits_splitting_each_others_leaves_lose_no_key() {
     let report = db.check().unwrap();
     assert!(report.is_ok(), "{:?}", report.problems);
 }
+
+/// A commit whose new keys all fall in one leaf with room applies them in one mtr: one log
+/// group for the run, where a put each appended a group of its own (`Tree::put_run_hinted`).
+#[test]
+fn new_keys_in_one_leaf_with_room_are_applied_in_one_group() {
+    let (_sim, db) = sim_db(opts(4096, 4 << 20));
+    let t = db.create_table("t").unwrap();
+    // 40 rows of 62 bytes: one leaf (the root), with room for 9 more
+    put_all(&db, &t, (0..40u64).map(|i| (key16(i * 10), val(i, 40))));
+    // the log groups of a commit of one put into that leaf
+    let groups = || db.status().log.groups;
+    let g = groups();
+    put_all(&db, &t, [(key16(201), val(1, 40))]);
+    let one_put = groups() - g;
+    let before_tree = db.status().tree;
+    // eight more keys between two loaded ones
+    let g = groups();
+    put_all(&db, &t, (2..10u64).map(|k| (key16(200 + k), val(k, 40))));
+    let run = groups() - g;
+    let after_tree = db.status().tree;
+    assert_eq!(after_tree.page_splits, before_tree.page_splits);
+    assert_eq!(after_tree.leaf_hint_puts - before_tree.leaf_hint_puts, 8);
+    // one mtr for the eight puts, as for the one: not a group per put
+    assert_eq!(
+        run, one_put,
+        "log groups: {run} for 8 puts in one leaf, {one_put} for one"
+    );
+    for k in 1..10u64 {
+        assert_eq!(
+            db.begin().get(&t, &key16(200 + k)).unwrap(),
+            Some(val(k, 40))
+        );
+    }
+    let report = db.check().unwrap();
+    assert!(report.is_ok(), "{:?}", report.problems);
+}
+
+/// A run that fills its leaf part way: the puts that fit go in the run's mtr, the first that
+/// does not ends it, and the rest split the leaf one by one and land where they belong.
+#[test]
+fn a_run_that_fills_its_leaf_ends_there_and_the_rest_split_it() {
+    let (_sim, db) = sim_db(opts(4096, 4 << 20));
+    let t = db.create_table("t").unwrap();
+    // 20 rows of 124 bytes: one leaf (the root), with room for about 12 more
+    put_all(&db, &t, (0..20u64).map(|i| (key16(i * 1000), val(i, 100))));
+    let before = db.status().tree;
+    // 60 more between two loaded keys: the run fills the leaf, the rest split it
+    put_all(
+        &db,
+        &t,
+        (1..61u64).map(|k| (key16(10_000 + k), val(k, 100))),
+    );
+    let after = db.status().tree;
+    assert!(
+        after.page_splits > before.page_splits,
+        "the run must overflow its leaf"
+    );
+    let got = rows(&db, &t);
+    let mut want: Vec<u64> = (0..20u64).map(|i| i * 1000).chain(10_001..10_061).collect();
+    want.sort_unstable();
+    assert_eq!(got.len(), want.len());
+    for (&k, (gk, _)) in want.iter().zip(&got) {
+        assert_eq!(gk, &key16(k), "key {k}");
+    }
+    for k in 1..61u64 {
+        assert_eq!(
+            db.begin().get(&t, &key16(10_000 + k)).unwrap(),
+            Some(val(k, 100))
+        );
+    }
+    let report = db.check().unwrap();
+    assert!(report.is_ok(), "{:?}", report.problems);
+}
+
+/// A read-modify-write (`get_for_update`, then `put`): the commit takes the key's before-image
+/// from the locking read, and its put starts at the leaf that read found, without a second
+/// descent.
+#[test]
+fn a_locking_read_gives_its_put_the_leaf_it_found() {
+    let (_sim, db) = sim_db(opts(4096, 4 << 20));
+    let t = db.create_table("t").unwrap();
+    put_all(&db, &t, (0..3000u64).map(|i| (key16(i), val(i, 100))));
+    let before = db.status().tree;
+    let mut txn = db.begin();
+    for i in 0..40u64 {
+        let k = key16(i * 70);
+        assert_eq!(txn.get_for_update(&t, &k).unwrap(), Some(val(i * 70, 100)));
+        txn.put(&t, &k, &val(i + 9, 100)).unwrap();
+    }
+    txn.commit().unwrap();
+    let after = db.status().tree;
+    assert_eq!(after.page_splits, before.page_splits);
+    assert_eq!(after.leaf_hint_puts - before.leaf_hint_puts, 40);
+    for i in 0..40u64 {
+        assert_eq!(
+            db.begin().get(&t, &key16(i * 70)).unwrap(),
+            Some(val(i + 9, 100))
+        );
+    }
+    assert!(db.check().unwrap().is_ok());
+}
