@@ -408,20 +408,31 @@ pub(super) fn apply_writes<'a>(
             .sum::<u64>();
     let all: Vec<_> = writes.iter().collect();
     let ps = db.pool.page_size();
+    // writes before this one were offered to a run that took none of them (its hint had gone
+    // stale, or its first put did not fit): they go one by one, not offered again
+    let mut runs_from = 0;
     let mut i = 0;
     while i < all.len() {
         let ((_, key), t, v) = all[i];
         if i > 0 && applying.must_continue(db, rest_record) {
             applying.continue_commit(db, &write_refs(writes.iter().skip(i)))?;
         }
-        if let (false, Some(hint)) = (skip_applied, hints[i]) {
+        let n = match (skip_applied, hints[i]) {
+            (false, Some(_)) if i >= runs_from => leaf_run_len(&all[i..], &hints[i..]),
+            _ => 0,
+        };
+        if n > 1 {
             // a run of puts into one leaf goes in one mtr (no continuation cuts it)
-            let run = leaf_run(&all[i..], &hints[i..]);
+            let run: Vec<(&[u8], &[u8])> = all[i..i + n]
+                .iter()
+                .map(|&((_, k), _, v)| (k.as_slice(), v.as_deref().expect("a run holds puts")))
+                .collect();
             let redo: u64 = run
                 .iter()
                 .map(|(k, v)| apply_redo_per_write(ps, k.len(), v.len()))
                 .sum();
-            if run.len() > 1 && applying.may_run(redo, ps) {
+            if applying.may_run(redo, ps) {
+                let hint = hints[i].expect("a run starts at a hinted write");
                 let done = t.tree().put_run_hinted(&cx, &run, hint)?;
                 for &(k, v) in &run[..done] {
                     rest_record -= write_size(k, v.len());
@@ -433,6 +444,7 @@ pub(super) fn apply_writes<'a>(
                     i += done;
                     continue;
                 }
+                runs_from = i + n;
             }
         }
         rest_record -= write_size(key, value_len(v));
@@ -460,32 +472,28 @@ pub(super) fn apply_writes<'a>(
     Ok(())
 }
 
-/// Writes in one leaf, from the first of `writes` on: the longest run (at most
-/// [`MAX_LEAF_RUN`]) of puts of the same table whose reads found their keys in the same leaf
-/// at the same SMO epoch (`hints`, beside `writes`), as (key, value). Empty when the first
-/// write is a delete or has no hint.
-fn leaf_run<'w>(
-    writes: &[(&'w WriteKey, &'w Table, &'w Option<Vec<u8>>)],
+/// How many writes, from the first of `writes` on, are a run in one leaf: puts of the same
+/// table whose reads found their keys in the same leaf at the same SMO epoch (`hints`, beside
+/// `writes`), at most [`MAX_LEAF_RUN`]. 0 when the first write is a delete or has no hint.
+fn leaf_run_len(
+    writes: &[(&WriteKey, &Table, &Option<Vec<u8>>)],
     hints: &[Option<LeafHint>],
-) -> Vec<(&'w [u8], &'w [u8])> {
+) -> usize {
     let Some(first) = hints.first().copied().flatten() else {
-        return Vec::new();
+        return 0;
     };
     let table = writes[0].0 .0;
     writes
         .iter()
         .zip(hints)
         .take(MAX_LEAF_RUN)
-        .map_while(|(&(wk, _, v), h)| match (v, h) {
-            (Some(v), Some(h)) if wk.0 == table && h.same_leaf(&first) => {
-                Some((wk.1.as_slice(), v.as_slice()))
-            }
-            _ => None,
+        .take_while(|(&(wk, _, v), h)| {
+            v.is_some() && wk.0 == table && h.is_some_and(|h| h.same_leaf(&first))
         })
-        .collect()
+        .count()
 }
 
-/// The most puts one run into a leaf applies in one mtr ([`leaf_run`]): a bound on its log
+/// The most puts one run into a leaf applies in one mtr ([`leaf_run_len`]): a bound on its log
 /// group, whatever the keys' sizes.
 const MAX_LEAF_RUN: usize = 64;
 

@@ -16,6 +16,21 @@ fn put_all(db: &Database, t: &evenkeel::Table, rows: impl IntoIterator<Item = (V
     txn.commit().unwrap();
 }
 
+/// That a scan of `t` returns exactly the keys of `want` (ascending), in order.
+fn assert_keys(db: &Database, t: &evenkeel::Table, want: &[u64]) {
+    let got = rows(db, t);
+    assert_eq!(got.len(), want.len());
+    for (&k, (gk, _)) in want.iter().zip(&got) {
+        assert_eq!(gk, &key16(k), "key {k}");
+    }
+}
+
+/// That `check` finds nothing wrong.
+fn assert_check_ok(db: &Database) {
+    let report = db.check().unwrap();
+    assert!(report.is_ok(), "{:?}", report.problems);
+}
+
 /// Every row of `t`, in key order, read by a scan.
 fn rows(db: &Database, t: &evenkeel::Table) -> Vec<(Vec<u8>, Vec<u8>)> {
     db.begin()
@@ -81,8 +96,7 @@ fn puts_whose_leaves_split_since_their_read_land_where_the_key_belongs() {
     for &k in want.iter().step_by(7) {
         assert_eq!(db.begin().get(&t, &key16(k)).unwrap(), Some(val(k, 100)));
     }
-    let report = db.check().unwrap();
-    assert!(report.is_ok(), "{:?}", report.problems);
+    assert_check_ok(&db);
     assert!(
         hinted < odd_count,
         "puts after a split must not use their hint: {hinted} of {odd_count} hinted"
@@ -131,13 +145,9 @@ fn concurrent_commits_splitting_each_others_leaves_lose_no_key() {
     }
     want.sort_unstable();
     want.dedup();
-    assert_eq!(got.len(), want.len());
-    for (&k, (gk, _)) in want.iter().zip(&got) {
-        assert_eq!(gk, &key16(k), "key {k}");
-    }
+    assert_keys(&db, &t, &want);
     assert!(db.status().tree.page_splits > 0);
-    let report = db.check().unwrap();
-    assert!(report.is_ok(), "{:?}", report.problems);
+    assert_check_ok(&db);
 }
 
 /// A commit whose new keys all fall in one leaf with room applies them in one mtr: one log
@@ -172,8 +182,7 @@ fn new_keys_in_one_leaf_with_room_are_applied_in_one_group() {
             Some(val(k, 40))
         );
     }
-    let report = db.check().unwrap();
-    assert!(report.is_ok(), "{:?}", report.problems);
+    assert_check_ok(&db);
 }
 
 /// A run that fills its leaf part way: the puts that fit go in the run's mtr, the first that
@@ -196,21 +205,16 @@ fn a_run_that_fills_its_leaf_ends_there_and_the_rest_split_it() {
         after.page_splits > before.page_splits,
         "the run must overflow its leaf"
     );
-    let got = rows(&db, &t);
     let mut want: Vec<u64> = (0..20u64).map(|i| i * 1000).chain(10_001..10_061).collect();
     want.sort_unstable();
-    assert_eq!(got.len(), want.len());
-    for (&k, (gk, _)) in want.iter().zip(&got) {
-        assert_eq!(gk, &key16(k), "key {k}");
-    }
+    assert_keys(&db, &t, &want);
     for k in 1..61u64 {
         assert_eq!(
             db.begin().get(&t, &key16(10_000 + k)).unwrap(),
             Some(val(k, 100))
         );
     }
-    let report = db.check().unwrap();
-    assert!(report.is_ok(), "{:?}", report.problems);
+    assert_check_ok(&db);
 }
 
 /// A read-modify-write (`get_for_update`, then `put`): the commit takes the key's before-image
