@@ -313,6 +313,7 @@ impl CleanerState {
             flushed_avg: avg(&meter.flushed),
             dirtied_per_redo_byte: meter.dirtied_per_redo_byte,
             reserved_bytes: dur.reserved_bytes(),
+            room_age: dur.room_age(),
             tail_pages_per_redo_byte: {
                 // the next loop's redo (at least 64 KiB) past the checkpoint
                 let cp = dur.log.checkpoint_lsn().0;

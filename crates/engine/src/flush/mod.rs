@@ -586,6 +586,13 @@ impl Durability {
             .map_or(usable, |t| usable.min(t.max_age))
     }
 
+    /// The checkpoint age at which a commit now finds no log room ([`Self::try_reserve`]): the
+    /// sync point, or the log's reservable space less what transactions in flight hold.
+    pub fn room_age(&self) -> u64 {
+        let (_, syncp) = self.points();
+        syncp.min(self.reservable().saturating_sub(self.reserved_bytes()))
+    }
+
     /// Reserves `bytes` of log if the age after them stays under the sync point and every
     /// reservation together fits in the log's free space ([`Self::reservable`]: under
     /// `recovery_time_target`, under its `max_age`); or, when nobody else holds one, anywhere

@@ -57,6 +57,10 @@ pub struct FlushInputs {
     pub dirtied_per_redo_byte: f64,
     /// Log space promised to transactions in flight (their reservations), bytes.
     pub reserved_bytes: u64,
+    /// The checkpoint age, bytes, at which a commit now finds no log room and writes pages for
+    /// it: the sync point, or the log's reservable space less `reserved_bytes` (0: the
+    /// reservations alone fill it).
+    pub room_age: u64,
     /// Dirty pages per byte of redo at the tail of the flush lists: the pages whose oldest
     /// modification lies in the next loop's worth of redo past the checkpoint, divided by
     /// that many bytes; 0 if unknown. What advancing the checkpoint by one byte costs in page
@@ -266,6 +270,7 @@ pub(crate) mod testutil {
             dirtied_per_redo_byte: 1.0 / 4_000.0,
             tail_pages_per_redo_byte: 0.0,
             reserved_bytes: 0,
+            room_age: cap / 16 * 15,
             device_pages_per_s: 5_000.0,
             reads_per_s: 0.0,
             io_capacity: 200,

@@ -168,6 +168,8 @@ fn inputs(p: &Params, s: &State) -> FlushInputs {
         // dirty pages spread evenly over the age (the model's assumption)
         tail_pages_per_redo_byte: if s.age > 0.0 { s.dirty / s.age } else { 0.0 },
         reserved_bytes: 0,
+        // the toy's commits find no room at the sync point alone (it has no reservations)
+        room_age: cap / 16 * 15,
         device_pages_per_s: p.device_pages_per_s,
         reads_per_s: 0.0,
         io_capacity: p.io_capacity,
@@ -239,7 +241,12 @@ pub fn run(policy: &mut dyn Policy, p: &Params, phases: &[(usize, f64)]) -> Outc
                     out.ticks_past_async += 1;
                     want = want.max(p.io_capacity_max as f64 * dt);
                 }
-                let f = want.min(budget).min(s.dirty);
+                let mut f = want.min(budget).min(s.dirty);
+                if plan.lsn_limit > 0 && s.age > 0.0 {
+                    // the pages older than the limit, dirty pages spread evenly over the age
+                    let older = s.age - (s.lsn - plan.lsn_limit as f64).max(0.0);
+                    f = f.min(s.dirty * (older / s.age).max(0.0));
+                }
                 flushed += f;
                 write_oldest(&mut s, f);
                 // commits that find no room under the sync point write the oldest pages
