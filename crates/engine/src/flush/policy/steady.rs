@@ -31,7 +31,8 @@
 //! - where the device is the limit (for 1 s the law has asked for more than the device
 //!   writes with the log in use above sp, or the feed-forward alone has been 0.9 of what the
 //!   device leaves the flush lists): the flush lists take half of what the device writes
-//!   beside the LRU cleaner, the curve stands down, and a commit that finds no log room writes
+//!   beside the LRU cleaner, writing no page younger than the commits' room (or the pace)
+//!   needs ([`room_lsn_limit`]), the curve stands down, and a commit that finds no log room writes
 //!   a batch of the oldest pages nobody is writing itself, one commit at a time, as under
 //!   every policy (`Durability::admit_stalled`), so the commits follow what the device cleans
 //!   up after one batch at a time ([`Steady::room_metered`]); it ends when the law has asked
