@@ -271,7 +271,7 @@ pub fn lru_pages(inp: &FlushInputs) -> u64 {
 /// device, and what sets the rows a second is the pages written per row. A page the cleaner
 /// writes before the log needs it is written younger and dirtied again sooner: writing its
 /// share of the oldest pages at any age, the cleaner held the age at 76-80% of the log where
-/// the commits' room sits at 83-86%, and wrote 5-7% more pages per row than with the limit in
+/// the commits' room sits at 83-86%, and wrote 2-7% more pages per row than with the limit in
 /// the matrix's insert cells (docs/measurements.md, "The flush lists' pages no younger than the
 /// commits' room"). With the limit it writes those pages the commits would otherwise stop
 /// for, beside them, and the pages younger than that absorb more changes first.
