@@ -361,9 +361,10 @@ impl CleanerState {
             plan.flush_list_pages = plan.flush_list_pages.max(forced);
         }
         // Background work waiting for log room (the change buffer's merges,
-        // Durability::admit_background) asks the checkpoint to reach an LSN: every page below it is written first (the plan
-        // takes pages oldest first), as MySQL 8.0's page cleaner serves buf_flush_sync_lsn
-        // for the user threads that wait on it.
+        // Durability::admit_background), and under steady a commit that finds no room
+        // (Durability::admit_stalled), asks the checkpoint to reach an LSN: every page below
+        // it is written first (the plan takes pages oldest first), as MySQL 8.0's page
+        // cleaner serves buf_flush_sync_lsn for the user threads that wait on it.
         let room = dur.room_target.load(Ordering::Acquire);
         if room > inp.checkpoint_lsn {
             let below = dur.pool.dirty_below(crate::types::Lsn(room), 1 << 16);
@@ -376,6 +377,7 @@ impl CleanerState {
             .store(plan.admission_delay_us, Ordering::Relaxed);
         *dur.admission.write() = plan.admission;
         *dur.pace.write() = plan.pace;
+        dur.room_help.store(plan.room_help, Ordering::Relaxed);
         tracing::debug!(
             elapsed_ms = (inp.elapsed_s * 1000.0) as u64,
             commits_per_s = inp.commits_per_s,

@@ -38,6 +38,7 @@ impl Policy for Fixed {
             lsn_limit: 0,
             admission: None,
             pace: None,
+            room_help: false,
         }
     }
 }

@@ -128,6 +128,10 @@ pub struct FlushPlan {
     /// A pace on the log's head, applied by each writing transaction before its first lock
     /// (`Durability::admission_delay`); None = no pace.
     pub pace: Option<Pace>,
+    /// Whether a commit that finds no log room asks the page cleaner to write toward that
+    /// room beside it (`Durability::admit_stalled`); false = the commit writes alone, as
+    /// InnoDB's user threads did at the sync point.
+    pub room_help: bool,
 }
 
 /// A pace on the log's head: the LSN may advance along a line whose slope is `ff` plus the
@@ -312,6 +316,19 @@ mod tests {
         );
         assert!(FlushPolicy::parse("adaptive").is_none());
         assert!(FlushPolicy::parse("").is_none());
+    }
+
+    #[test]
+    fn only_steady_asks_the_cleaner_to_write_beside_a_commit_that_finds_no_room() {
+        // below, at and past the sync point (the classic policies flush hardest there)
+        let cap = testutil::base().log_capacity;
+        for age in [cap / 4, cap * 3 / 4, cap * 95 / 100] {
+            for which in FlushPolicy::ALL {
+                let mut p = make(which);
+                let x = p.plan(&testutil::with_age(age));
+                assert_eq!(x.room_help, which == FlushPolicy::Steady, "{which:?} {x:?}");
+            }
+        }
     }
 
     #[test]
