@@ -427,10 +427,14 @@ impl Steady {
     /// So the shorter the lap the less of the echo shows, while the pace's cost does not
     /// shrink: it holds the age under the commits' room, so pages are written younger and
     /// more often, and every held commit waits. In the matrix's two 1 GiB-pool cells (laps of
-    /// 1.2-1.3 and 1.7 s at the target) steady ran 2-6% faster and more level without the
-    /// pace, and in the 64-client cell (1.65 s) as fast and as level; in the holes' insert
-    /// setup (2.2-2.9 s) the pace made it 7-17% faster, as level (docs/measurements.md, "The
-    /// pace only where the log's lap is long").
+    /// 1.2-1.3 and 1.7 s at the target) steady ran more level without the pace, TPC-C 7%
+    /// faster and insert 1.2% slower, once the page cleaner wrote beside the commits that
+    /// found no room (`FlushPlan::room_help`; alone, the one commit writing for the room
+    /// left a quarter of the device unused in the low seconds of two TPC-C runs in ten); in
+    /// the 64-client cell (1.65 s) as fast and as level; in the holes' insert setup (2.2-2.9
+    /// s) the pace made it 7-17% faster, as level (docs/measurements.md, "The pace only where
+    /// the log's lap is long" and "The page cleaner writes beside a commit that finds no
+    /// room").
     ///
     /// Why the target, a long average and two thresholds: the lap measured on the age and the
     /// cleaner's short redo average moved with each loop, and the pace held the age lower
