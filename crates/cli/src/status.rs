@@ -397,8 +397,9 @@ fn render_transactions(o: &mut String, s: &Status) {
     section(o, "TRANSACTIONS");
     let _ = writeln!(
         o,
-        "Commits {}, rollbacks {}, commits continued (apply outgrew its log reservation) {}",
-        s.txns.commits, s.txns.rollbacks, s.txns.commit_continuations
+        "Commits {}, rollbacks {}, commits continued (apply outgrew its log reservation) {}, \
+         applies that waited for the oldest pin's owner {}",
+        s.txns.commits, s.txns.rollbacks, s.txns.commit_continuations, s.txns.apply_yields
     );
     let _ = writeln!(
         o,

@@ -93,6 +93,10 @@ crate::counter::counter_group! {
         /// Commits whose apply logged what they reserved and re-logged the writes left (a
         /// CommitContinued record), so that the checkpoint could pass their COMMIT.
         commit_continuations: "continuations",
+        /// Times an apply stopped before a write, its reservation released, to leave the log's
+        /// last room to the owner of the oldest pin (the log's free space was down to what that
+        /// owner needs for its next step).
+        apply_yields: "yields",
         /// Transactions rolled back, by the caller or by an error.
         rollbacks: "rollbacks",
         /// Rows put by committed transactions.

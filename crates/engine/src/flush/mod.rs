@@ -745,11 +745,16 @@ impl Durability {
     /// continuation is in-flight work and goes before queued commits, and the owner of the
     /// oldest pin waits only for page writes: nothing older can free the log, and each step it
     /// takes moves its pin to the log end, letting the checkpoint pass what it held.
+    ///
+    /// A transaction whose pin is not the oldest takes no room while the log's free space is
+    /// down to what the oldest pin's owner needs ([`Self::yields_to_oldest_pin`]), though a
+    /// reservation would fit: its apply would stop at its first write anyway.
     pub fn admit_continuation(
         &self,
         bytes: u64,
         least: u64,
         pin: Lsn,
+        write_max: u64,
     ) -> Result<(Reservation<'_>, u64)> {
         let t = Instant::now();
         let mut counted = false;
@@ -764,7 +769,11 @@ impl Durability {
         loop {
             self.check_poison()?;
             let (asyncp, syncp) = self.points();
-            if let Some(r) = self.try_reserve(bytes, asyncp, syncp) {
+            let yields = self.yields_to_oldest_pin(pin, write_max);
+            if let Some(r) = (!yields)
+                .then(|| self.try_reserve(bytes, asyncp, syncp))
+                .flatten()
+            {
                 waited(counted);
                 return Ok((r, bytes));
             }
@@ -809,6 +818,32 @@ impl Durability {
                 return Err(e);
             }
         }
+    }
+
+    /// The log's free space: its capacity less the checkpoint age (what appends may still take
+    /// before the checkpoint moves).
+    fn log_free(&self) -> u64 {
+        self.log.capacity().saturating_sub(self.checkpoint_age())
+    }
+
+    /// Whether an apply whose pin is `pin`, and whose next write logs at most `write_max`
+    /// bytes, must leave the log's last room to the owner of the oldest pin before it writes
+    /// (`txn/apply.rs`, `Applying`): the log's free space is under [`Self::continuation_room`]
+    /// plus one such write, and `pin` is not the oldest.
+    ///
+    /// Why: only the oldest pin's owner frees the log (the checkpoint cannot pass its pin, and
+    /// each step it takes moves the pin to the log end), and its step needs its next record
+    /// and a few pages of room ([`Self::admit_continuation`]). Reservations keep that room out
+    /// of what commits may promise, but an apply's reservation is an estimate, and appliers
+    /// whose pins are younger could still write the log full behind the oldest one: four
+    /// commits of 350 leaf splits in a 512 KiB log ended once with the oldest pin's owner
+    /// asking for 28 KB, 7.5 KB of the log free, no dirty page, and another apply holding
+    /// 123 KB of reservation blocked at a full log, until the engine gave up after 30 s.
+    /// Stopping before the write, an apply holds no page latch, and the oldest pin's owner
+    /// never waits for a younger one, so the wait ends when the oldest steps.
+    pub fn yields_to_oldest_pin(&self, pin: Lsn, write_max: u64) -> bool {
+        self.log_free() < self.continuation_room() + write_max
+            && self.space.oldest_pin().is_some_and(|oldest| oldest < pin)
     }
 
     /// Asks the page cleaner to advance the checkpoint far enough for `bytes` more to fit:
@@ -1140,6 +1175,98 @@ mod tests {
         assert!(dur.checkpoint_age() < age / 2, "{}", dur.checkpoint_age());
         assert!(dur.checkpoint_age() > age / 4, "{}", dur.checkpoint_age());
         assert_eq!(written(), n);
+    }
+
+    /// A durability layer over a 2 x 256 KiB log and an empty pool: nothing dirty, so the
+    /// checkpoint stops only at pins.
+    fn durability_over_a_small_log() -> Arc<Durability> {
+        use crate::buffer::{DirectSink, PoolConfig};
+        use crate::io::{FileKind, SimStorage, Storage};
+        let storage: Arc<dyn Storage> = Arc::new(SimStorage::new());
+        let c = crate::wal::LogConfig {
+            file_size: 256 << 10,
+            files: 2,
+            buffer_size: 256 << 10,
+            ..crate::wal::LogConfig::default()
+        };
+        let log = Arc::new(Log::create(storage.clone(), c).unwrap());
+        let cfg = PoolConfig {
+            page_size: 4096,
+            pool_bytes: 64 * 4096,
+            instances: 1,
+            old_blocks_pct: 37,
+            old_blocks_time_ms: 0,
+        };
+        let file = storage.open("d", FileKind::Data, true).unwrap();
+        let pool = BufferPool::new(
+            &cfg,
+            file,
+            Some(log.clone()),
+            Box::new(DirectSink),
+            crate::error::Health::new(),
+        )
+        .unwrap();
+        Durability::new(log, Arc::new(pool), Options::default())
+    }
+
+    /// Appends groups of redo until the log's free space is at most `free`.
+    fn fill_log_to_free(dur: &Durability, free: u64) {
+        while dur.log_free() > free {
+            let n = (dur.log_free() - free).clamp(1, 4000) as usize;
+            dur.log.append(&vec![5u8; n]).unwrap();
+        }
+    }
+
+    #[test]
+    fn an_apply_with_a_younger_pin_leaves_the_logs_last_room_to_the_oldest_pins_owner() {
+        let dur = durability_over_a_small_log();
+        let write_max = 16 * 4096;
+        // two applying transactions: A's record first, then B's
+        let a = dur.log.current_lsn();
+        dur.log.append(&[1u8; 10_000]).unwrap();
+        dur.space.begin_applying(a, 10_000);
+        let b = dur.log.current_lsn();
+        dur.log.append(&[2u8; 10_000]).unwrap();
+        dur.space.begin_applying(b, 10_000);
+        dur.checkpoint().unwrap();
+        assert_eq!(dur.log.checkpoint_lsn(), a);
+        let room = dur.continuation_room();
+        assert_eq!(room, 2 * (10_000 + CONTINUATION_LEAST_PAGES * 4096));
+        // plenty of log free: neither waits
+        assert!(!dur.yields_to_oldest_pin(a, write_max));
+        assert!(!dur.yields_to_oldest_pin(b, write_max));
+        // the free space between the oldest's room and that room plus one write: B's
+        // reservation would fit (nobody holds one), yet B leaves the room to A
+        fill_log_to_free(&dur, room + write_max / 2);
+        let free = dur.log_free();
+        assert!(free > room && free < room + write_max, "{free}");
+        let (asyncp, syncp) = dur.points();
+        assert!(dur.try_reserve(20_000, asyncp, syncp).is_some());
+        assert!(dur.yields_to_oldest_pin(b, write_max));
+        assert!(!dur.yields_to_oldest_pin(a, write_max));
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let got = dur.admit_continuation(20_000, 20_000, b, write_max);
+                tx.send(got.map(|(_, granted)| granted)).unwrap();
+            });
+            assert!(
+                rx.recv_timeout(Duration::from_millis(300)).is_err(),
+                "B took room the oldest pin's owner needs"
+            );
+            // A takes its step from that room though no reservation of its size fits...
+            let least = 10_000 + CONTINUATION_LEAST_PAGES * 4096;
+            let (r, granted) = dur
+                .admit_continuation(200_000, least, a, write_max)
+                .unwrap();
+            assert_eq!(granted, least);
+            drop(r);
+            // ...and once A's pin leaves the oldest place, B's is the oldest and B has its room
+            dur.space.end_applying(a);
+            let granted = rx.recv_timeout(Duration::from_secs(20)).unwrap().unwrap();
+            assert_eq!(granted, 20_000);
+        });
+        assert!(!dur.yields_to_oldest_pin(b, write_max));
     }
 
     #[test]

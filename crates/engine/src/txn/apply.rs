@@ -253,6 +253,11 @@ fn apply_redo_estimate(page_size: usize, ops: &[record::WriteRef<'_>]) -> u64 {
 /// and the change buffer's entry for an index write splits its own tree the same way.
 const WRITE_REDO_MAX_PAGES: u64 = 16;
 
+/// The most redo one write's apply can log ([`WRITE_REDO_MAX_PAGES`]), in bytes.
+fn write_max(page_size: usize) -> u64 {
+    WRITE_REDO_MAX_PAGES * page_size as u64
+}
+
 /// A commit's apply under way: the COMMIT (or its latest continuation) that pins the
 /// checkpoint, and how much redo the apply may log from it.
 ///
@@ -314,7 +319,7 @@ impl<'a> Applying<'a> {
         let log = &db.dur.log;
         let used = log.current_lsn().0.saturating_sub(log.checkpoint_lsn().0);
         let free = log.capacity().saturating_sub(used);
-        free < rest_record + WRITE_REDO_MAX_PAGES * db.pool.page_size() as u64
+        free < rest_record + write_max(db.pool.page_size())
     }
 
     /// Whether a run of puts in one mtr whose apply logs at most `redo` bytes (its estimate,
@@ -324,7 +329,32 @@ impl<'a> Applying<'a> {
     /// tree), and a run that logs no more than that overshoots no further. Recovery (no
     /// reservation) applies one write at a time.
     fn may_run(&self, redo: u64, page_size: usize) -> bool {
-        self.room.is_some() && redo <= WRITE_REDO_MAX_PAGES * page_size as u64
+        self.room.is_some() && redo <= write_max(page_size)
+    }
+
+    /// Before a write (or the record of a continuation) of a running engine's apply: when the
+    /// log's free space is down to what the owner of the oldest pin needs and this apply's pin
+    /// is younger ([`crate::flush::Durability::yields_to_oldest_pin`]), releases its
+    /// reservation and waits for room as a continuation does, taking a new one for the redo
+    /// its budget had left (its pin stays where it is). Released, not held: the oldest pin's
+    /// owner takes its step only from log that no reservation holds. `rest_record` is the
+    /// size of a continuation of the writes left: what this apply needs, with a few pages,
+    /// if it is the oldest by the time it has room. Counted in `apply_yields`.
+    fn yield_to_oldest_pin(&mut self, db: &'a DbInner, rest_record: u64) -> Result<()> {
+        let dur = &db.dur;
+        let ps = db.pool.page_size();
+        if self.room.is_none() || !dur.yields_to_oldest_pin(self.pin, write_max(ps)) {
+            return Ok(());
+        }
+        let spent = self.spent();
+        let left = self.budget.saturating_sub(spent);
+        self.room = None;
+        let least = rest_record + crate::flush::CONTINUATION_LEAST_PAGES * ps as u64;
+        let (room, granted) = dur.admit_continuation(left, least, self.pin, write_max(ps))?;
+        self.room = Some(room);
+        self.budget = spent + granted;
+        db.counters.apply_yields.fetch_add(1, Ordering::Relaxed);
+        Ok(())
     }
 
     /// Appends a CommitContinued record of `rest` (the writes not yet applied), pins the
@@ -352,7 +382,8 @@ impl<'a> Applying<'a> {
             self.room = None;
             let record = payload.len() as u64;
             let least = record + crate::flush::CONTINUATION_LEAST_PAGES * ps as u64;
-            let (room, granted) = dur.admit_continuation(record + estimate, least, self.pin)?;
+            let (room, granted) =
+                dur.admit_continuation(record + estimate, least, self.pin, write_max(ps))?;
             self.room = Some(room);
             budget = granted - record;
         } else {
@@ -414,6 +445,7 @@ pub(super) fn apply_writes<'a>(
     let mut i = 0;
     while i < all.len() {
         let ((_, key), t, v) = all[i];
+        applying.yield_to_oldest_pin(db, rest_record)?;
         if i > 0 && applying.must_continue(db, rest_record) {
             applying.continue_commit(db, &write_refs(writes.iter().skip(i)))?;
         }

@@ -49,6 +49,9 @@ pub struct LogSpace {
     /// COMMIT or continuation there, bytes); also the pins of backups copying the log
     /// ([`LogSpace::pin_checkpoint`], record 0).
     applying: Mutex<BTreeMap<u64, (u32, u64)>>,
+    /// The largest record in `applying`, kept beside it (under its mutex) so that every
+    /// admission and every apply's check of the log's last room reads it without the lock.
+    largest_record: AtomicU64,
     /// Held from re-reading `applying` to writing the checkpoint, and by `pin_checkpoint`: a
     /// pin taken at the checkpoint is never passed by a checkpoint computed before it.
     gate: Mutex<()>,
@@ -66,6 +69,7 @@ impl LogSpace {
             log,
             fence: RwLock::new(()),
             applying: Mutex::new(BTreeMap::new()),
+            largest_record: AtomicU64::new(0),
             gate: Mutex::new(()),
             room: OnceLock::new(),
             log_full_waits: AtomicU64::new(0),
@@ -181,17 +185,13 @@ impl LogSpace {
         let e = a.entry(lsn.0).or_insert((0, 0));
         e.0 += 1;
         e.1 = e.1.max(record);
+        self.largest_record.fetch_max(record, Ordering::AcqRel);
     }
 
     /// The largest record a pin holds: what the owner of the oldest pin needs room for to
     /// continue its commit (`Durability::admit_continuation`).
     pub fn largest_pinned_record(&self) -> u64 {
-        self.applying
-            .lock()
-            .values()
-            .map(|e| e.1)
-            .max()
-            .unwrap_or(0)
+        self.largest_record.load(Ordering::Acquire)
     }
 
     /// The oldest pin: the COMMIT or continuation of a transaction still applying, or a
@@ -217,6 +217,8 @@ impl LogSpace {
             n.0 -= 1;
             if n.0 == 0 {
                 a.remove(&lsn.0);
+                let largest = a.values().map(|e| e.1).max().unwrap_or(0);
+                self.largest_record.store(largest, Ordering::Release);
             }
         }
     }
