@@ -1102,18 +1102,16 @@ mod tests {
         assert_eq!(write_while_held(|| false, || Some(64)), 0);
     }
 
-    /// A durability state over a simulated log and a 256-frame pool of 4 KiB pages, 200 of them
-    /// dirtied one after another, 2,000 bytes of redo apart: the oldest holds the checkpoint, so
-    /// the checkpoint age is the whole log written.
-    fn durability_with_200_dirty_pages() -> Arc<Durability> {
+    /// A simulated log of two files of `log_file_size` bytes and a 256-frame pool of 4 KiB
+    /// pages over it, nothing dirty.
+    fn log_and_pool(log_file_size: u64) -> (Arc<Log>, BufferPool) {
         use crate::buffer::{DirectSink, PoolConfig};
         use crate::io::{FileKind, SimStorage, Storage};
-        use crate::types::PageId;
         let storage: Arc<dyn Storage> = Arc::new(SimStorage::new());
         let c = crate::wal::LogConfig {
-            file_size: 1 << 20,
+            file_size: log_file_size,
             files: 2,
-            buffer_size: 1 << 20,
+            buffer_size: log_file_size as usize,
             ..crate::wal::LogConfig::default()
         };
         let log = Arc::new(Log::create(storage.clone(), c).unwrap());
@@ -1133,6 +1131,15 @@ mod tests {
             crate::error::Health::new(),
         )
         .unwrap();
+        (log, pool)
+    }
+
+    /// A durability state over a 2 x 1 MiB log and a 256-frame pool of 4 KiB pages, 200 of
+    /// them dirtied one after another, 2,000 bytes of redo apart: the oldest holds the
+    /// checkpoint, so the checkpoint age is the whole log written.
+    fn durability_with_200_dirty_pages() -> Arc<Durability> {
+        use crate::types::PageId;
+        let (log, pool) = log_and_pool(1 << 20);
         for n in 0..200u32 {
             let start = log.current_lsn();
             let end = log.append(&[7u8; 2000]).unwrap();
@@ -1180,32 +1187,7 @@ mod tests {
     /// A durability layer over a 2 x 256 KiB log and an empty pool: nothing dirty, so the
     /// checkpoint stops only at pins.
     fn durability_over_a_small_log() -> Arc<Durability> {
-        use crate::buffer::{DirectSink, PoolConfig};
-        use crate::io::{FileKind, SimStorage, Storage};
-        let storage: Arc<dyn Storage> = Arc::new(SimStorage::new());
-        let c = crate::wal::LogConfig {
-            file_size: 256 << 10,
-            files: 2,
-            buffer_size: 256 << 10,
-            ..crate::wal::LogConfig::default()
-        };
-        let log = Arc::new(Log::create(storage.clone(), c).unwrap());
-        let cfg = PoolConfig {
-            page_size: 4096,
-            pool_bytes: 64 * 4096,
-            instances: 1,
-            old_blocks_pct: 37,
-            old_blocks_time_ms: 0,
-        };
-        let file = storage.open("d", FileKind::Data, true).unwrap();
-        let pool = BufferPool::new(
-            &cfg,
-            file,
-            Some(log.clone()),
-            Box::new(DirectSink),
-            crate::error::Health::new(),
-        )
-        .unwrap();
+        let (log, pool) = log_and_pool(256 << 10);
         Durability::new(log, Arc::new(pool), Options::default())
     }
 
