@@ -769,13 +769,11 @@ impl Durability {
         loop {
             self.check_poison()?;
             let (asyncp, syncp) = self.points();
-            let yields = self.yields_to_oldest_pin(pin, write_max);
-            if let Some(r) = (!yields)
-                .then(|| self.try_reserve(bytes, asyncp, syncp))
-                .flatten()
-            {
-                waited(counted);
-                return Ok((r, bytes));
+            if !self.yields_to_oldest_pin(pin, write_max) {
+                if let Some(r) = self.try_reserve(bytes, asyncp, syncp) {
+                    waited(counted);
+                    return Ok((r, bytes));
+                }
             }
             if self.space.oldest_pin() == Some(pin) {
                 let used = self.checkpoint_age() + self.reserved.load(Ordering::Acquire);
@@ -822,7 +820,7 @@ impl Durability {
 
     /// The log's free space: its capacity less the checkpoint age (what appends may still take
     /// before the checkpoint moves).
-    fn log_free(&self) -> u64 {
+    pub fn log_free(&self) -> u64 {
         self.log.capacity().saturating_sub(self.checkpoint_age())
     }
 

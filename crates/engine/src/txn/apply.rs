@@ -316,10 +316,7 @@ impl<'a> Applying<'a> {
         if self.room.is_some() {
             return false;
         }
-        let log = &db.dur.log;
-        let used = log.current_lsn().0.saturating_sub(log.checkpoint_lsn().0);
-        let free = log.capacity().saturating_sub(used);
-        free < rest_record + write_max(db.pool.page_size())
+        db.dur.log_free() < rest_record + write_max(db.pool.page_size())
     }
 
     /// Whether a run of puts in one mtr whose apply logs at most `redo` bytes (its estimate,
