@@ -33,6 +33,7 @@ use crate::grid::{
     load_line, p1_over_mean, pick, remove_copies, results_dir, run_load, span_args, workload_line,
     write_results, SweepLine,
 };
+use crate::report::summary::STEAL_WARN_PCT;
 
 /// One setup of the grid.
 #[derive(Debug, Clone, Copy)]
@@ -150,6 +151,13 @@ pub struct MatrixArgs {
     /// each insert cell's l.i1 step.
     #[arg(long, default_value_t = 10)]
     pub warmup: u64,
+    /// Runs again, up to this many times, a run from which the hypervisor stole 10% of a CPU
+    /// or more on average (steal: on a shared VM it slows a CPU-bound second by as much, and
+    /// one such run sets a policy's median): right after its round, alone, on a fresh copy.
+    /// The tables use the last run; matrix.txt lists the runs replaced and marks with `*` a
+    /// figure whose run the host still stole from. 0 keeps every run.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(0..=5))]
+    pub rerun_stolen: u32,
     /// Tiny data in every cell (1 small warehouse, 5,000 rows per insert client): checks the
     /// machinery in seconds, measures nothing worth quoting.
     #[arg(long)]
@@ -176,8 +184,36 @@ pub struct MatrixRun {
     /// The detrended p1/mean over the seconds the device did not stall.
     #[serde(default)]
     pub detrended_p1_over_mean_device_ok: Option<f64>,
+    /// The hypervisor's steal over the measured seconds, mean % of one CPU.
+    #[serde(default)]
+    pub steal_pct_mean: Option<f64>,
     pub seconds: u64,
     pub out_dir: PathBuf,
+}
+
+impl MatrixRun {
+    fn of(policy: &str, round: u32, r: &crate::run::RunOutput) -> MatrixRun {
+        let s = &r.summary;
+        MatrixRun {
+            policy: policy.to_string(),
+            round,
+            mean: s.throughput_mean,
+            p1_over_mean: p1_over_mean(s),
+            detrended_p1_over_mean: s.detrended_p1_over_mean,
+            detrended_seconds_below_half: s.detrended_seconds_below_half,
+            device_stall_seconds: s.device_stall_seconds,
+            detrended_p1_over_mean_device_ok: s.detrended_p1_over_mean_device_ok,
+            steal_pct_mean: s.steal_pct_mean,
+            seconds: s.duration_s as u64,
+            out_dir: r.out_dir.clone(),
+        }
+    }
+
+    /// Whether the host stole enough CPU from this run that it does not compare with a quiet
+    /// one ([`STEAL_WARN_PCT`], the run summary's warning).
+    pub fn stolen(&self) -> bool {
+        self.steal_pct_mean.is_some_and(|s| s >= STEAL_WARN_PCT)
+    }
 }
 
 /// One cell's runs and the sweep that made them.
@@ -187,6 +223,10 @@ pub struct MatrixCell {
     pub what: String,
     pub command: String,
     pub runs: Vec<MatrixRun>,
+    /// Runs the host stole from, each replaced by a run of the same policy and round
+    /// (`--rerun-stolen`).
+    #[serde(default)]
+    pub replaced: Vec<MatrixRun>,
 }
 
 /// The median of `v` (the mean of the middle two for an even count); 0 for none.
@@ -230,6 +270,11 @@ impl MatrixCell {
                         .map(|r| r.detrended_p1_over_mean_device_ok)
                         .collect::<Option<Vec<f64>>>()
                         .map(median),
+                    // the worst round's, so a median a stolen round entered is marked
+                    steal_pct_mean: runs
+                        .iter()
+                        .filter_map(|r| r.steal_pct_mean)
+                        .max_by(f64::total_cmp),
                     seconds: runs.iter().map(|r| r.seconds).sum(),
                     out_dir: runs[0].out_dir.clone(),
                 })
@@ -338,16 +383,22 @@ pub fn load_command(cell: &Cell, a: &MatrixArgs, template: &str, out: &str) -> S
     )
 }
 
-/// The sweep command line of `cell` (what a user would type to rerun it once its template
-/// is loaded).
-pub fn cell_command(cell: &Cell, a: &MatrixArgs, data: &str, out: &str) -> String {
+/// The sweep command line of `cell` over `policies` (what a user would type to rerun it once
+/// its template is loaded).
+pub fn cell_command(
+    cell: &Cell,
+    a: &MatrixArgs,
+    policies: &[String],
+    data: &str,
+    out: &str,
+) -> String {
     let mut line = workload_args(cell, a);
     let _ = write!(line, " --set buffer_pool_size={}", cell.pool);
     line.push_str(&span_args(cell.workload, a.seconds, a.warmup));
     let _ = write!(
         line,
         " --engine evenkeel --dir {data} --out {out} --vary adaptive_flushing={} --discard-copies",
-        a.policies.join(",")
+        policies.join(",")
     );
     line
 }
@@ -384,32 +435,36 @@ pub fn run_matrix(a: &MatrixArgs) -> BenchResult<MatrixOutput> {
         let cell_out = out_dir.join(&slug);
         // One sweep per round, each into its own results directory when there are several;
         // every command is parsed before the template is loaded, so a bad one costs no load.
-        let sweep_line = |out: &Path| {
+        let sweep_line = |policies: &[String], out: &Path| {
             cell_command(
                 cell,
                 a,
+                policies,
                 &cell_data.display().to_string(),
                 &out.display().to_string(),
             )
         };
-        let line = sweep_line(&cell_out);
+        let parse = |line: String| {
+            SweepLine::try_parse_from(line.split_whitespace())
+                .map(|parsed| parsed.cmd)
+                .map_err(|e| BenchError::Usage(format!("matrix cell {}: {e}", cell.name)))
+        };
+        let line = sweep_line(&a.policies, &cell_out);
         if !a.quiet {
             eprintln!("matrix: {}: evenkeel sweep {line}", cell.name);
         }
+        let round_out = |round: u32| {
+            if a.rounds == 1 {
+                cell_out.clone()
+            } else {
+                cell_out.join(format!("round-{round}"))
+            }
+        };
         let sweeps = (1..=a.rounds)
-            .map(|round| {
-                let out = if a.rounds == 1 {
-                    cell_out.clone()
-                } else {
-                    cell_out.join(format!("round-{round}"))
-                };
-                SweepLine::try_parse_from(sweep_line(&out).split_whitespace())
-                    .map(|parsed| (round, parsed.cmd))
-                    .map_err(|e| BenchError::Usage(format!("matrix cell {}: {e}", cell.name)))
-            })
+            .map(|round| Ok((round, parse(sweep_line(&a.policies, &round_out(round)))?)))
             .collect::<BenchResult<Vec<_>>>()?;
         load_template(cell, a, &cell_data, &cell_out)?;
-        let mut runs = Vec::new();
+        let (mut runs, mut replaced) = (Vec::new(), Vec::new());
         for (round, cmd) in &sweeps {
             let round = *round;
             if a.rounds > 1 && !a.quiet {
@@ -419,27 +474,44 @@ pub fn run_matrix(a: &MatrixArgs) -> BenchResult<MatrixOutput> {
             // is an interrupted matrix's, and would not leave room for this round's
             remove_copies(&cell_data, "adaptive_flushing=")?;
             let sweep = run_sweep(cmd)?;
-            runs.extend(sweep.runs.iter().zip(&a.policies).map(|(r, policy)| {
-                let s = &r.summary;
-                MatrixRun {
-                    policy: policy.clone(),
-                    round,
-                    mean: s.throughput_mean,
-                    p1_over_mean: p1_over_mean(s),
-                    detrended_p1_over_mean: s.detrended_p1_over_mean,
-                    detrended_seconds_below_half: s.detrended_seconds_below_half,
-                    device_stall_seconds: s.device_stall_seconds,
-                    detrended_p1_over_mean_device_ok: s.detrended_p1_over_mean_device_ok,
-                    seconds: s.duration_s as u64,
-                    out_dir: r.out_dir.clone(),
+            let mut this: Vec<MatrixRun> = sweep
+                .runs
+                .iter()
+                .zip(&a.policies)
+                .map(|(r, policy)| MatrixRun::of(policy, round, r))
+                .collect();
+            for run in &mut this {
+                for again in 1..=a.rerun_stolen {
+                    if !run.stolen() {
+                        break;
+                    }
+                    eprintln!(
+                        "matrix: {}: round {round}: the hypervisor stole {:.0}% of a CPU from \
+                         {}'s run; running it again ({again} of at most {})",
+                        cell.name,
+                        run.steal_pct_mean.unwrap_or(0.0),
+                        run.policy,
+                        a.rerun_stolen
+                    );
+                    let out = round_out(round).join(format!("rerun-{again}"));
+                    let cmd = parse(sweep_line(std::slice::from_ref(&run.policy), &out))?;
+                    remove_copies(&cell_data, "adaptive_flushing=")?;
+                    let sweep = run_sweep(&cmd)?;
+                    let Some(r) = sweep.runs.first() else {
+                        break;
+                    };
+                    let new = MatrixRun::of(&run.policy, round, r);
+                    replaced.push(std::mem::replace(run, new));
                 }
-            }));
+            }
+            runs.extend(this);
         }
         done.push(MatrixCell {
             name: cell.name.to_string(),
             what: cell.what.to_string(),
             command: format!("evenkeel sweep {line}"),
             runs,
+            replaced,
         });
         // Written after every cell, so an interrupted grid keeps what it measured.
         write_outputs(&out_dir, &a.policies, &done)?;
@@ -507,7 +579,7 @@ pub fn render_text(policies: &[String], cells: &[MatrixCell]) -> String {
             "p1/mean of per-second throughput, detrended (30 s rolling median){of_rounds}; \
              steady's verdict: at least the best classic policy and 0.9{tie}"
         ),
-        &|r| format!("{:.3}", r.detrended_p1_over_mean),
+        &|r| format!("{:.3}{}", r.detrended_p1_over_mean, star(r)),
         true,
     );
     table(
@@ -561,7 +633,7 @@ pub fn render_text(policies: &[String], cells: &[MatrixCell]) -> String {
                 let v: Vec<String> = c
                     .rounds(p)
                     .iter()
-                    .map(|r| format!("{:.3}", r.detrended_p1_over_mean))
+                    .map(|r| format!("{:.3}{}", r.detrended_p1_over_mean, star(r)))
                     .collect();
                 let v = if v.is_empty() {
                     "-".into()
@@ -576,10 +648,66 @@ pub fn render_text(policies: &[String], cells: &[MatrixCell]) -> String {
         }
         o.push('\n');
     }
+    if cells.iter().any(|c| c.runs.iter().any(MatrixRun::stolen)) {
+        let _ = writeln!(
+            o,
+            "*: the hypervisor stole {STEAL_WARN_PCT:.0}% of a CPU or more from the run (or from \
+             one of the rounds a median is over), which slows a CPU-bound second as much: the \
+             figure does not compare with a quiet run's\n"
+        );
+    }
+    if cells.iter().any(|c| !c.replaced.is_empty()) {
+        let _ = writeln!(
+            o,
+            "runs replaced because the hypervisor stole {STEAL_WARN_PCT:.0}% of a CPU or more \
+             from them (--rerun-stolen): detrended p1/mean and steal, then the run that \
+             replaced it"
+        );
+        for c in cells {
+            for old in &c.replaced {
+                let new = c
+                    .runs
+                    .iter()
+                    .find(|r| r.policy == old.policy && r.round == old.round);
+                let steal = |r: &MatrixRun| {
+                    r.steal_pct_mean
+                        .map_or("-".to_string(), |s| format!("{s:.0}%"))
+                };
+                let _ = write!(
+                    o,
+                    "  {} {} round {}: {:.3} (steal {})",
+                    c.name,
+                    old.policy,
+                    old.round,
+                    old.detrended_p1_over_mean,
+                    steal(old)
+                );
+                if let Some(n) = new {
+                    let _ = write!(
+                        o,
+                        " -> {:.3} (steal {})",
+                        n.detrended_p1_over_mean,
+                        steal(n)
+                    );
+                }
+                o.push('\n');
+            }
+        }
+        o.push('\n');
+    }
     for c in cells {
         let _ = writeln!(o, "{}: {}\n  {}", c.name, c.what, c.command);
     }
     o
+}
+
+/// `*` after a figure whose run the host stole from ([`MatrixRun::stolen`]).
+fn star(r: &MatrixRun) -> &'static str {
+    if r.stolen() {
+        "*"
+    } else {
+        ""
+    }
 }
 
 #[cfg(test)]
@@ -597,6 +725,7 @@ mod tests {
             seconds: 30,
             rounds: 1,
             warmup: 10,
+            rerun_stolen: 1,
             quick: false,
             quiet: false,
         }
@@ -608,7 +737,7 @@ mod tests {
         for quick in [false, true] {
             a.quick = quick;
             for c in CELLS {
-                let line = cell_command(c, &a, "/tmp/d", "/tmp/o");
+                let line = cell_command(c, &a, &a.policies, "/tmp/d", "/tmp/o");
                 SweepLine::try_parse_from(line.split_whitespace())
                     .unwrap_or_else(|e| panic!("{}: {line}: {e}", c.name));
                 let line = load_command(c, &a, "/tmp/d/template", "/tmp/o/load");
@@ -626,7 +755,7 @@ mod tests {
         for quick in [false, true] {
             a.quick = quick;
             for c in CELLS {
-                let line = cell_command(c, &a, "/tmp/d", "/tmp/o");
+                let line = cell_command(c, &a, &a.policies, "/tmp/d", "/tmp/o");
                 assert!(line.contains(" --warmup 7 "), "{}: {line}", c.name);
                 let parsed = SweepLine::try_parse_from(line.split_whitespace())
                     .unwrap_or_else(|e| panic!("{}: {line}: {e}", c.name));
@@ -662,6 +791,7 @@ mod tests {
             detrended_seconds_below_half: 0,
             device_stall_seconds: None,
             detrended_p1_over_mean_device_ok: None,
+            steal_pct_mean: None,
             seconds: 30,
             out_dir: PathBuf::new(),
         };
@@ -670,6 +800,7 @@ mod tests {
             what: String::new(),
             command: String::new(),
             runs: vec![run("fixed", 0.5), run("innodb80", 0.93), run("steady", s)],
+            replaced: vec![],
         };
         assert_eq!(cell(0.95).verdict().as_deref(), Some("ok"));
         assert_eq!(cell(0.92).verdict().as_deref(), Some("below innodb80"));
@@ -696,6 +827,7 @@ mod tests {
             detrended_seconds_below_half: 0,
             device_stall_seconds: Some(round as u64),
             detrended_p1_over_mean_device_ok: Some(d + 0.01),
+            steal_pct_mean: Some(1.0),
             seconds: 30,
             out_dir: PathBuf::new(),
         };
@@ -710,6 +842,7 @@ mod tests {
                 run("innodb80", 2, 0.81),
                 run("steady", 2, 0.90),
             ],
+            replaced: vec![],
         };
         let steady = cell.run("steady").expect("steady ran");
         assert_eq!(steady.round, 0);
@@ -759,6 +892,58 @@ mod tests {
         assert_eq!(one_round.verdict().as_deref(), Some("below innodb80"));
         assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
         assert_eq!(median(vec![]), 0.0);
+    }
+
+    #[test]
+    fn runs_the_host_stole_from_are_marked_and_the_replaced_ones_listed() {
+        let run = |p: &str, round: u32, d: f64, steal: f64| MatrixRun {
+            policy: p.into(),
+            round,
+            mean: 100.0,
+            p1_over_mean: d,
+            detrended_p1_over_mean: d,
+            detrended_seconds_below_half: 0,
+            device_stall_seconds: None,
+            detrended_p1_over_mean_device_ok: None,
+            steal_pct_mean: Some(steal),
+            seconds: 30,
+            out_dir: PathBuf::new(),
+        };
+        assert!(!run("fixed", 1, 0.9, STEAL_WARN_PCT - 0.1).stolen());
+        assert!(run("fixed", 1, 0.9, STEAL_WARN_PCT).stolen());
+        let cell = MatrixCell {
+            name: "c".into(),
+            what: String::new(),
+            command: String::new(),
+            runs: vec![
+                run("fixed", 1, 0.93, 2.0),
+                run("steady", 1, 0.92, 12.0),
+                run("fixed", 2, 0.95, 0.0),
+                run("steady", 2, 0.94, 1.0),
+            ],
+            replaced: vec![run("fixed", 1, 0.37, 14.0)],
+        };
+        // a median that a stolen round entered is marked as one
+        assert!(cell.run("steady").is_some_and(|r| r.stolen()));
+        assert!(cell.run("fixed").is_some_and(|r| !r.stolen()));
+        let text = render_text(&["fixed".into(), "steady".into()], &[cell]);
+        assert!(text.contains("0.930*"), "{text}");
+        assert!(text.contains("0.920*/0.940"), "{text}");
+        assert!(text.contains("0.930/0.950"), "{text}");
+        assert!(
+            text.contains("c fixed round 1: 0.370 (steal 14%) -> 0.930 (steal 2%)"),
+            "{text}"
+        );
+        assert!(text.contains("*: the hypervisor stole 10%"), "{text}");
+        let quiet = MatrixCell {
+            name: "c".into(),
+            what: String::new(),
+            command: String::new(),
+            runs: vec![run("steady", 1, 0.92, 0.0)],
+            replaced: vec![],
+        };
+        let text = render_text(&["steady".into()], &[quiet]);
+        assert!(!text.contains('*') && !text.contains("replaced"), "{text}");
     }
 
     #[test]
