@@ -798,11 +798,11 @@ mod tests {
         }
     }
 
-    #[test]
-    fn the_verdict_compares_steady_with_the_best_classic_policy_and_0_9() {
-        let run = |p: &str, d: f64| MatrixRun {
-            policy: p.into(),
-            round: 1,
+    /// A run of `policy` in `round` whose p1/mean, plain and detrended, is `d`.
+    fn run_of(policy: &str, round: u32, d: f64) -> MatrixRun {
+        MatrixRun {
+            policy: policy.into(),
+            round,
             mean: 100.0,
             p1_over_mean: d,
             detrended_p1_over_mean: d,
@@ -813,7 +813,12 @@ mod tests {
             steal_pct_max: None,
             seconds: 30,
             out_dir: PathBuf::new(),
-        };
+        }
+    }
+
+    #[test]
+    fn the_verdict_compares_steady_with_the_best_classic_policy_and_0_9() {
+        let run = |p: &str, d: f64| run_of(p, 1, d);
         let cell = |s: f64| MatrixCell {
             name: "c".into(),
             what: String::new(),
@@ -917,18 +922,9 @@ mod tests {
     #[test]
     fn runs_the_host_stole_from_are_marked_and_the_replaced_ones_listed() {
         let run = |p: &str, round: u32, d: f64, steal: f64| MatrixRun {
-            policy: p.into(),
-            round,
-            mean: 100.0,
-            p1_over_mean: d,
-            detrended_p1_over_mean: d,
-            detrended_seconds_below_half: 0,
-            device_stall_seconds: None,
-            detrended_p1_over_mean_device_ok: None,
             steal_pct_mean: Some(steal),
             steal_pct_max: Some(2.0 * steal),
-            seconds: 30,
-            out_dir: PathBuf::new(),
+            ..run_of(p, round, d)
         };
         assert!(!run("fixed", 1, 0.9, STEAL_WARN_PCT - 0.1).stolen());
         assert!(run("fixed", 1, 0.9, STEAL_WARN_PCT).stolen());
