@@ -156,8 +156,9 @@ pub struct MatrixArgs {
     #[arg(long, default_value_t = 10)]
     pub warmup: u64,
     /// Runs again, up to this many times, a run from which the hypervisor stole 10% of a CPU
-    /// or more on average (steal: on a shared VM it slows a CPU-bound second by as much, and
-    /// one such run sets a policy's median): right after its round, alone, on a fresh copy.
+    /// or more on average, or 25% in one second (steal: on a shared VM it slows a CPU-bound
+    /// second by as much, and one such run sets a policy's median): right after its round,
+    /// alone, on a fresh copy.
     /// The tables use the last run; matrix.txt lists the runs replaced and marks with `*` a
     /// figure whose run the host still stole from. 0 keeps every run.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(0..=5))]
@@ -669,18 +670,17 @@ pub fn render_text(policies: &[String], cells: &[MatrixCell]) -> String {
     if cells.iter().any(|c| c.runs.iter().any(MatrixRun::stolen)) {
         let _ = writeln!(
             o,
-            "*: the hypervisor stole {STEAL_WARN_PCT:.0}% of a CPU or more on average, or \
-             {STEAL_SECOND_PCT:.0}% in one second, from the run (or from one of the rounds a \
-             median is over), which slows a CPU-bound second as much: the figure does not \
-             compare with a quiet run's\n"
+            "*: {} from the run (or from one of the rounds a median is over), which slows a \
+             CPU-bound second as much: the figure does not compare with a quiet run's\n",
+            stolen_rule()
         );
     }
     if cells.iter().any(|c| !c.replaced.is_empty()) {
         let _ = writeln!(
             o,
-            "runs replaced because the hypervisor stole {STEAL_WARN_PCT:.0}% of a CPU or more \
-             on average, or {STEAL_SECOND_PCT:.0}% in one second, from them (--rerun-stolen): \
-             detrended p1/mean and steal (mean/worst second), then the run that replaced it"
+            "runs replaced because {} from them (--rerun-stolen): detrended p1/mean and steal \
+             (mean/worst second), then the run that replaced it",
+            stolen_rule()
         );
         for c in cells {
             for old in &c.replaced {
@@ -717,6 +717,14 @@ pub fn render_text(policies: &[String], cells: &[MatrixCell]) -> String {
         let _ = writeln!(o, "{}: {}\n  {}", c.name, c.what, c.command);
     }
     o
+}
+
+/// [`MatrixRun::stolen`]'s rule, in words.
+fn stolen_rule() -> String {
+    format!(
+        "the hypervisor stole {STEAL_WARN_PCT:.0}% of a CPU or more on average, or \
+         {STEAL_SECOND_PCT:.0}% in one second,"
+    )
 }
 
 /// `*` after a figure whose run the host stole from ([`MatrixRun::stolen`]).
